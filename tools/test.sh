@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Install everything into a virtual environment and run every test; the last line is 'N passed, N failed, N skipped'.
+#   VENV=path   reuse or create the environment there (default: .venv)
+#   NB_FLAGS=…  also run notebook cells flagged with these tst_flags (e.g. "slow")
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export IPYTHONDIR="$PWD/.ci/.ipython" JUPYTER_RUNTIME_DIR="$PWD/.ci/.jupyter" JUPYTER_DATA_DIR="$PWD/.ci/.jupyter/data"
+export OMNI_GSPO_CACHE="${OMNI_GSPO_CACHE:-$PWD/.ci/cache}" HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONWARNINGS=ignore
+mkdir -p .ci/logs
+VENV="${VENV:-$PWD/.venv}"
+passed=0; failed=0; skipped=0
+finish() { echo "$passed passed, $failed failed, $skipped skipped"; [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]; exit $?; }
+check() { # name, command...: one pass or one failure
+  local name=$1; shift
+  if "$@" > ".ci/logs/$name.log" 2>&1; then passed=$((passed+1)); echo "PASS $name"
+  else failed=$((failed+1)); echo "FAIL $name"; tail -30 ".ci/logs/$name.log"; fi
+}
+
+echo "== install into $VENV"
+[ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+. "$VENV/bin/activate"
+if ! { pip install -q --upgrade pip && pip install -q torch==2.13.0 && pip install -q -e ".[dev]"; } > .ci/logs/install.log 2>&1; then
+  tail -30 .ci/logs/install.log; failed=$((failed+1)); finish
+fi
+python -c "import torch; assert torch.__version__.startswith('2.13.0'), torch.__version__; assert not torch.version.cuda, 'a CUDA torch was installed'" \
+  || { failed=$((failed+1)); finish; }
+
+echo "== sync: notebooks clean, library exported, README generated"
+check nbdev_clean bash -c 'nbdev_clean && test -z "$(git status --porcelain -- nbs)" || { git status --short -- nbs; echo "run nbdev_clean"; false; }'
+check nbdev_export bash -c 'nbdev_export && test -z "$(git status --porcelain -- omni_gspo)" || { git status --short -- omni_gspo; echo "run nbdev_export"; false; }'
+check readme bash -c 'python tools/readme.py && git diff --exit-code -- README.md || { echo "run python tools/readme.py"; false; }'
+
+echo "== build the offline tokenizer and tiny models once ($OMNI_GSPO_CACHE)"
+check build_cache python -c "from omni_gspo.model import tiny_model_dir; from omni_gspo.tokenizer import qwen_tokenizer; qwen_tokenizer(); print(tiny_model_dir('small', 300))"
+
+echo "== notebooks"
+python tools/nbtest.py --n_workers 2 --flags "${NB_FLAGS:-}" 2>&1 | tee .ci/logs/notebooks.log
+line=$(tail -1 .ci/logs/notebooks.log)
+if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped$ ]]; then
+  passed=$((passed+BASH_REMATCH[1])); failed=$((failed+BASH_REMATCH[2])); skipped=$((skipped+BASH_REMATCH[3]))
+else failed=$((failed+1)); fi
+
+echo "== tests/"
+python -m pytest tests -q -p no:cacheprovider 2>&1 | tee .ci/logs/pytest.log
+line=$(grep -E '(passed|failed|error|skipped)' .ci/logs/pytest.log | tail -1)
+n() { [[ $line =~ ([0-9]+)\ $1 ]] && echo "${BASH_REMATCH[1]}" || echo 0; }
+passed=$((passed+$(n passed))); failed=$((failed+$(n failed)+$(n error))); skipped=$((skipped+$(n skipped)))
+[ -n "$line" ] || failed=$((failed+1))
+finish
