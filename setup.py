@@ -12,7 +12,7 @@ requirements = cfg.get('requirements', '').split()
 dev_requirements = cfg.get('dev_requirements', '').split()
 extras = {
     'dev': dev_requirements,
-    'audio': ['librosa>=0.10', 'soundfile>=0.12'],
+    'audio': ['imageio-ffmpeg'],   # an ffmpeg binary, for compressed audio (m4a, mp3) that soundfile cannot read
     'vllm': ['vllm>=0.11'],
     'npu': ['torch-npu'],
 }

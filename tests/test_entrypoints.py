@@ -54,6 +54,18 @@ def test_papermill_train_gsm8k_defaults(tmp_path):
     assert (tmp_path/'runs'/'gsm8k'/'metrics.html').exists()
 
 
+@pytest.mark.parametrize('recipe,source', [('mmk12', 'mmk12'), ('avqa', 'avqa_r1_6k')])
+def test_papermill_multimodal_recipes_defaults(tmp_path, recipe, source):
+    out = tmp_path/'out.ipynb'
+    pm.execute_notebook(str(ROOT/'nbs'/f'train_{recipe}.ipynb'), str(out), cwd=str(tmp_path), kernel_name='python3',
+                        progress_bar=False)
+    rows = [json.loads(l) for l in (tmp_path/'runs'/recipe/'metrics.jsonl').read_text().splitlines()]
+    assert [x['training/global_step'] for x in rows] == [1, 2, 3, 4]
+    assert f'val-core/{source}/reward/mean@1' in rows[-1]
+    printed = ''.join(''.join(o.get('text', [])) for c in json.loads(out.read_text())['cells'] for o in c.get('outputs', []))
+    assert '<image>' in printed                       # the dataset browser showed the first prompt
+
+
 def test_papermill_parameters_override(tmp_path):
     out = tmp_path/'out.ipynb'
     pm.execute_notebook(str(ROOT/'nbs'/'train_gsm8k.ipynb'), str(out), cwd=str(tmp_path), kernel_name='python3',
