@@ -66,6 +66,17 @@ def test_papermill_multimodal_recipes_defaults(tmp_path, recipe, source):
     assert '<image>' in printed                       # the dataset browser showed the first prompt
 
 
+def test_papermill_mmk12_opd_defaults(tmp_path):
+    out = tmp_path/'out.ipynb'
+    pm.execute_notebook(str(ROOT/'nbs'/'train_mmk12_opd.ipynb'), str(out), cwd=str(tmp_path), kernel_name='python3',
+                        progress_bar=False)
+    rows = [json.loads(l) for l in (tmp_path/'runs'/'mmk12_opd'/'metrics.jsonl').read_text().splitlines()]
+    assert [x['training/global_step'] for x in rows] == [1, 2, 3, 4]
+    assert all(x['distillation/abs_loss'] > 0 for x in rows)          # the noised student differs from its teacher
+    cfg = json.loads((tmp_path/'runs'/'mmk12_opd'/'config.json').read_text())
+    assert cfg['algorithm']['opd_teacher'] and 'noised-' in cfg['model']['path']
+
+
 def test_papermill_parameters_override(tmp_path):
     out = tmp_path/'out.ipynb'
     pm.execute_notebook(str(ROOT/'nbs'/'train_gsm8k.ipynb'), str(out), cwd=str(tmp_path), kernel_name='python3',
