@@ -41,6 +41,19 @@ def test_cli_train_with_vllm_engine(tmp_path, recipe):
         assert x['timing_s/weight_sync'] > 0
 
 
+def test_sabotaged_weight_sync_stops_the_run(tmp_path):
+    "A vLLM engine whose weight sync silently does nothing is caught by the parity guard and the run stops."
+    script = ("import sys; from omni_gspo import vllm_engine; vllm_engine.VLLMEngine.sync_weights = lambda self, model: {}; "
+              "from omni_gspo.launch import main; sys.exit(main(sys.argv[1:]))")
+    r = subprocess.run([sys.executable, '-c', script, 'train', 'rollout.engine=vllm', 'trainer.max_steps=3', 'trainer.test_freq=0',
+                        'data.train_batch_size=4', 'actor.ppo_mini_batch_size=2', 'rollout.n=4', 'actor.optim.lr=0.5',
+                        'logging.progress_bar=false', 'trainer.output_dir=run'], cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert r.returncode != 0
+    assert 'step 2: rollout and actor log-probs disagree' in r.stderr and 'weight sync did not take effect' in r.stderr, r.stderr[-2000:]
+    rows = [json.loads(l) for l in (tmp_path/'run'/'metrics.jsonl').read_text().splitlines()]
+    assert [x['training/global_step'] for x in rows] == [1]                 # step 1 (synced at start) was fine
+
+
 @pytest.mark.parametrize('args,msg', [
     (['train', 'data.train_file=missing.parquet'], "train file 'missing.parquet' does not exist"),
     (['train', 'actor.optim.lr'], "malformed override 'actor.optim.lr': expected key=value"),
