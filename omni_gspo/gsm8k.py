@@ -6,12 +6,12 @@
 from __future__ import annotations
 import re
 from pathlib import Path
-from tqdm import tqdm
 from .data import DataError, gsm8k_examples, read_rows
-from .sources import converter_parser, rl_row, write_splits
+from .sources import Dropped, convert_records, converter_parser, rl_row, write_splits
 
 # %% auto #0
-__all__ = ['GSM8K_SPLITS', 'split_of', 'gsm8k_inputs', 'gsm8k_rl_rows', 'convert_gsm8k', 'main']
+__all__ = ['GSM8K_SPLITS', 'GSM8K_DROP_REASONS', 'split_of', 'gsm8k_inputs', 'convert_split', 'gsm8k_row', 'convert_gsm8k',
+           'main']
 
 # %% ../nbs/02b_gsm8k.ipynb #a14725fb
 GSM8K_SPLITS = ('train', 'test')
@@ -36,24 +36,44 @@ def gsm8k_inputs(input:str|Path)->dict[str, list[Path]]:
     return out
 
 # %% ../nbs/02b_gsm8k.ipynb #503c7068
-def gsm8k_rl_rows(rows:list[dict], # GSM8K-format rows of one file
-                  split:str, where:str, # split name, and the file for error messages
-                  start:int=0, # index of the first row within its split
-                 )->list[dict]:
-    "RL rows of GSM8K-format rows; a malformed row is an error naming `where` and the row."
-    if not rows: raise DataError(f"{where}: no rows")
-    return [rl_row(e.data_source, e.messages, e.ground_truth, 'math',
-                   {'split': split, 'index': start + e.index, 'answer': r['answer'], 'question': r['question']})
-            for r, e in zip(tqdm(rows, desc=f'{split} {Path(where).name}', unit='row'), gsm8k_examples(rows, where))]
+def convert_split(files:list[tuple[Path, list]], # (file, its records) of one split, in order
+                  make_row, # `make_row(record, index)` -> RL row, or raises `Dropped`; `index`: place in the split
+                  reasons:tuple[str, ...], # every drop reason `make_row` may raise
+                  what:str, # how errors name a file, e.g. 'GSM8K file'
+                 )->tuple[list[dict], dict]:
+    "RL rows kept from a split's files and the drop counts by reason; a file that keeps no row is an error."
+    rows, dropped, start = [], dict.fromkeys(reasons, 0), 0
+    for path, recs in files:
+        kept, d = convert_records(recs, lambda r, i, start=start: make_row(r, start + i), reasons, f'{what} {Path(path).name}')
+        if not kept: raise DataError(f"{what} {str(path)!r}: no row kept of {len(recs)}; dropped: {d}")
+        rows += kept; start += len(recs)
+        for k, n in d.items(): dropped[k] += n
+    return rows, dropped
+
+# %% ../nbs/02b_gsm8k.ipynb #15240565
+GSM8K_DROP_REASONS = ('invalid_record', 'empty_question', 'answer_not_text', 'no_final_answer')
+
+def gsm8k_row(rec, index:int, # the row's place in its source split
+              split:str)->dict:
+    "The RL row of a GSM8K-format row, or `Dropped` with the first failed check."
+    if not isinstance(rec, dict): raise Dropped('invalid_record')
+    q, a = rec.get('question'), rec.get('answer')
+    if not isinstance(q, str) or not q.strip(): raise Dropped('empty_question')
+    if not isinstance(a, str): raise Dropped('answer_not_text')
+    try: e, = gsm8k_examples([rec])
+    except DataError: raise Dropped('no_final_answer') from None   # the only check of gsm8k_examples left to fail
+    return rl_row(e.data_source, e.messages, e.ground_truth, 'math', {'split': split, 'index': index, 'answer': a, 'question': q})
 
 def convert_gsm8k(input:str|Path, # a GSM8K-format file, or a folder of train*/test* files
                   output_dir:str|Path)->dict:
     "Convert GSM8K-format data to `train.parquet` / `test.parquet` in `output_dir`; print and return stats per split."
-    splits = {}
-    for split, files in gsm8k_inputs(input).items():
-        rows = splits[split] = []
-        for f in files: rows += gsm8k_rl_rows(read_rows(f, 'GSM8K file'), split, str(f), len(rows))
-    return write_splits(splits, {s: {'split': s, 'input': len(r), 'kept': len(r)} for s, r in splits.items()}, output_dir)
+    splits, stats = {}, {}
+    for split, paths in gsm8k_inputs(input).items():
+        files = [(f, read_rows(f, 'GSM8K file')) for f in paths]
+        rows, dropped = convert_split(files, lambda r, i: gsm8k_row(r, i, split), GSM8K_DROP_REASONS, 'GSM8K file')
+        stats[split] = {'split': split, 'input': sum(len(recs) for _, recs in files), 'kept': len(rows), 'dropped': dropped}
+        splits[split] = rows
+    return write_splits(splits, stats, output_dir)
 
 # %% ../nbs/02b_gsm8k.ipynb #60b3d5ef
 def main(argv:list[str]|None=None)->dict:

@@ -9,7 +9,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from PIL import Image
 from .data import DataError
-from .sources import Dropped, convert_records, converter_parser, rl_row, write_splits
+from .gsm8k import convert_split
+from .sources import Dropped, converter_parser, rl_row, write_splits
 
 # %% auto #0
 __all__ = ['MMK12_SOURCE', 'MMK12_SPLITS', 'MMK12_COLUMNS', 'MMK12_DROP_REASONS', 'INSTRUCTION', 'OPTION_LINE', 'parse_options',
@@ -37,18 +38,18 @@ def answer_type(answer:str)->str:
     return 'numeric' if a.replace('-', '', 1).replace('.', '', 1).isdigit() else 'other'
 
 # %% ../nbs/02c_mmk12.ipynb #b7aa94ba
-def read_mmk12_split(input_dir:str|Path, split:str)->list[dict]:
-    "Records of one MMK12 split: its `{split}-*.parquet` shards in name order."
+def read_mmk12_split(input_dir:str|Path, split:str)->list[tuple[Path, list[dict]]]:
+    "Each `{split}-*.parquet` shard of one MMK12 split, in name order, with its records."
     files = sorted(Path(input_dir).glob(f'{split}-*.parquet'))
     if not files: raise DataError(f"MMK12 folder {str(input_dir)!r} has no {split}-*.parquet shard")
-    recs = []
+    shards = []
     for f in files:
         try: t = pq.read_table(f)
         except Exception as e: raise DataError(f"MMK12 shard {str(f)!r} could not be read: {e}") from None
         missing = [c for c in MMK12_COLUMNS if c not in t.column_names]
         if missing: raise DataError(f"MMK12 shard {str(f)!r} lacks column(s) {missing}; expected {list(MMK12_COLUMNS)}")
-        recs += t.select(list(MMK12_COLUMNS)).to_pylist()
-    return recs
+        shards.append((f, t.select(list(MMK12_COLUMNS)).to_pylist()))
+    return shards
 
 # %% ../nbs/02c_mmk12.ipynb #1293a329
 def _text(v)->str: return '' if v is None else str(v)
@@ -74,14 +75,13 @@ def convert_mmk12(input_dir:str|Path, # folder of train-*.parquet and test-*.par
                   verify_images:bool=True, # drop images Pillow cannot verify
                  )->dict:
     "Convert MMK12 shards to `train.parquet` and `test.parquet` in `output_dir`; print and return stats per split."
-    records = {split: read_mmk12_split(input_dir, split) for split in MMK12_SPLITS}
+    shards = {split: read_mmk12_split(input_dir, split) for split in MMK12_SPLITS}
     converted, stats = {}, {}
-    for split, recs in records.items():
-        rows, dropped = convert_records(recs, lambda r, i: mmk12_row(r, i, split, verify_images), MMK12_DROP_REASONS, f'mmk12 {split}')
+    for split, files in shards.items():
+        rows, dropped = convert_split(files, lambda r, i: mmk12_row(r, i, split, verify_images), MMK12_DROP_REASONS, 'MMK12 shard')
         types = dict.fromkeys(('option', 'numeric', 'other'), 0)
         for r in rows: types[answer_type(r['reward_model']['ground_truth'])] += 1
-        stats[split] = {'split': split, 'input': len(recs), 'kept': len(rows), 'dropped': dropped, 'answer_types': types}
-        if not rows: raise DataError(f"MMK12 {split} split in {str(input_dir)!r}: no row kept of {len(recs)}; dropped: {dropped}")
+        stats[split] = {'split': split, 'input': sum(len(recs) for _, recs in files), 'kept': len(rows), 'dropped': dropped, 'answer_types': types}
         converted[split] = rows
     return write_splits(converted, stats, output_dir)
 

@@ -18,13 +18,12 @@ from peft.utils.error import NoMatchingPeftModuleError
 from .tokenizer import CHAT_TEMPLATE, QWEN3_OMNI_VOCAB_SIZE, build_once, omni_processor, qwen_tokenizer, small_tokenizer
 from .data import GSM8K_INSTRUCTION, gsm8k_examples, make_gsm8k_rows
 from .config import ConfigError
-from .algos import chunked_entropy
 
 # %% auto #0
 __all__ = ['TINY_KINDS', 'DTYPES', 'ADAPTERS', 'ENCODER_PATTERN', 'token_ids', 'tiny_thinker_config', 'warm_start',
            'tiny_model_dir', 'CausalLMAdapter', 'ThinkerAdapter', 'register_adapter', 'adapter_for', 'torch_device',
            'resolve_model_path', 'load_tokenizer', 'load_model', 'load_policy', 'noised_copy', 'lora_modules',
-           'apply_lora', 'configure_trainable', 'hidden_states_only', 'completion_logprobs']
+           'apply_lora', 'configure_trainable', 'module_mode', 'hidden_states_only', 'completion_logprobs']
 
 # %% ../nbs/03_model.ipynb #31ed7ab8
 def token_ids(tok)->dict:
@@ -218,6 +217,14 @@ def configure_trainable(model, mcfg)->nn.Module:
 
 # %% ../nbs/03_model.ipynb #828791e0
 @contextmanager
+def module_mode(model, training:bool):
+    "Within the block `model` is in train (`training=True`) or eval mode; its previous mode is restored after."
+    was = model.training
+    model.train(training)
+    try: yield model
+    finally: model.train(was)
+
+@contextmanager
 def hidden_states_only(model):
     "Within the block `model(...)` returns final hidden states instead of logits; yields the output layer."
     base = model.get_base_model() if hasattr(model, 'get_base_model') else model
@@ -226,10 +233,13 @@ def hidden_states_only(model):
     try: yield head
     finally: base.set_output_embeddings(head)
 
-def _chunk_logprobs(head, h, targets, banned):
-    logits = head(h).float()
+def _chunk_scores(head, h, targets, banned, temperature):
+    "Log-probs of `targets` and entropies under softmax(head(h) / temperature) with the `banned` ids removed."
+    logits = head(h).float() / temperature
     if banned is not None: logits = logits.index_fill(-1, banned, float('-inf'))
-    return torch.log_softmax(logits, -1).gather(-1, targets[..., None])[..., 0]
+    logp = torch.log_softmax(logits, -1)
+    p = logp.exp()
+    return logp.gather(-1, targets[..., None])[..., 0], -(p * logp.masked_fill(p == 0, 0.0)).sum(-1)
 
 def completion_logprobs(model, input_ids:torch.Tensor, # [B, P+R]: left-padded prompts then responses
                         attention_mask:torch.Tensor, # [B, P+R]
@@ -238,6 +248,7 @@ def completion_logprobs(model, input_ids:torch.Tensor, # [B, P+R]: left-padded p
                         position_ids:torch.Tensor|None=None, # from the adapter; None lets the model derive them
                         with_entropy:bool=False, # also return the per-token entropy [B, R] (chunked the same way)
                         banned:list[int]|None=None, # token ids given zero probability (as the rollout engines do)
+                        temperature:float=1.0, # the rollout's sampling temperature: logits are divided by it
                         **mm_inputs)->torch.Tensor|tuple[torch.Tensor, torch.Tensor]:
     "Log-probs [B, R] of the response tokens `input_ids[:, P:]` under `model` (and their entropies)."
     with hidden_states_only(model) as head:
@@ -246,8 +257,8 @@ def completion_logprobs(model, input_ids:torch.Tensor, # [B, P+R]: left-padded p
     B, R, H = h.shape
     h, targets = h.reshape(B * R, H), targets.reshape(B * R)
     ban = torch.tensor(banned, device=h.device) if banned else None
-    parts = [checkpoint(_chunk_logprobs, head, h[i:i + chunk], targets[i:i + chunk], ban, use_reentrant=False)
-             if torch.is_grad_enabled() else _chunk_logprobs(head, h[i:i + chunk], targets[i:i + chunk], ban)
-             for i in range(0, B * R, chunk)]
-    logp = torch.cat(parts).view(B, R)
-    return (logp, chunked_entropy(h, head, chunk).view(B, R)) if with_entropy else logp
+    if not temperature > 0: raise ValueError(f"temperature must be > 0, got {temperature}")
+    run = (lambda *a: checkpoint(_chunk_scores, *a, use_reentrant=False)) if torch.is_grad_enabled() else _chunk_scores
+    parts = [run(head, h[i:i + chunk], targets[i:i + chunk], ban, temperature) for i in range(0, B * R, chunk)]
+    logp, ent = (torch.cat(t).view(B, R) for t in zip(*parts))
+    return (logp, ent) if with_entropy else logp

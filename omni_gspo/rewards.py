@@ -17,16 +17,20 @@ __all__ = ['REWARDS', 'gsm8k_reward', 'normalise_angles', 'math_equal', 'mmk12_r
            'default_reward', 'load_custom_reward', 'RewardPool', 'part_means', 'score_batch', 'val_metrics']
 
 # %% ../nbs/04_rewards.ipynb #1ae07929
-_GSM8K_ANSWER = re.compile(r'#### \$?(\-?[0-9\.\,]+)')
+# verl/utils/reward_score/gsm8k.py: extract_solution(method='strict') clips the response to its last
+# _SOLUTION_CLIP_CHARS = 300 characters, takes the last re.findall match of this pattern, removes ',' (and '$', which
+# the pattern cannot capture); compute_score returns score (1) on string equality, format_score otherwise, 0 without a match.
+_GSM8K_ANSWER = re.compile(r'#### (\-?[0-9\.\,]+)')
+_GSM8K_CLIP_CHARS = 300
 
 def gsm8k_reward(response:str, # decoded response, special tokens removed
                  ground_truth:str, # the reference number as a string, e.g. '72'
                  format_score:float=0.0, # score of a well-formed but wrong answer
                 )->float:
     "verl's strict GSM8K reward: the last `#### N` in the last 300 characters must equal `ground_truth`."
-    found = _GSM8K_ANSWER.findall(response[-300:])
+    found = _GSM8K_ANSWER.findall(response[-_GSM8K_CLIP_CHARS:])
     if not found: return 0.0
-    return 1.0 if found[-1].replace(',', '').replace('$', '') == ground_truth else format_score
+    return 1.0 if found[-1].replace(',', '') == ground_truth else format_score
 
 # %% ../nbs/04_rewards.ipynb #3a9a1e5b
 _ANGLE = re.compile(r'(\d+(\.\d+)?)\s*(°|\^\\circ|\\circ)')

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 import torch
 from .media import collate_mm
+from .model import module_mode
 from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
 from transformers.generation.logits_process import SuppressTokensLogitsProcessor, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
@@ -103,12 +104,10 @@ class HFEngine:
         sampling = {} if greedy else dict(temperature=1.0, top_k=0, top_p=1.0)   # warpers come from `_processors`
         gc = GenerationConfig(do_sample=not greedy, repetition_penalty=1.0, max_new_tokens=self.max_new_tokens,
                               eos_token_id=self.tok.eos_token_id, pad_token_id=self.tok.pad_token_id, **sampling)
-        was_training = self.model.training
-        self.model.eval()
         feats = {k: v.to(dev) for k, v in collate_mm(mm).items()} if mm else {}
-        try: out = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=gc, **feats,
-                                       logits_processor=LogitsProcessorList(self._processors(greedy) + [rec]))
-        finally: self.model.train(was_training)
+        with module_mode(self.model, False):
+            out = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=gc, **feats,
+                                      logits_processor=LogitsProcessorList(self._processors(greedy) + [rec]))
         resp = out[:, ids.shape[1]:]
         rmask, reasons = response_mask(resp, self.tok.eos_token_id)
         resp = resp.masked_fill(rmask == 0, self.tok.pad_token_id)
@@ -118,11 +117,14 @@ class HFEngine:
         return Rollout(ids, mask, resp, rmask, logp, reasons, torch.arange(len(prompts), device=dev).repeat_interleave(n), mm)
 
 # %% ../nbs/06_rollout.ipynb #2249eac6
-def rollout_parity(rollout_logp:torch.Tensor, actor_logp:torch.Tensor, mask:torch.Tensor)->dict:
+def rollout_parity(rollout_logp:torch.Tensor, actor_logp:torch.Tensor, mask:torch.Tensor,
+                   atol:float=1e-3, # degenerate case: probabilities agreeing this closely count as correlated
+                  )->dict:
     "Pearson correlation and absolute differences of sampled-token probabilities, over masked tokens."
     m = mask.bool()
     pr, pa = rollout_logp[m].double().exp(), actor_logp[m].double().exp()
-    diff = (pr - pa).abs()
-    corr = torch.corrcoef(torch.stack([pr, pa]))[0, 1].item() if len(pr) > 1 else 1.0
-    return {'training/rollout_actor_probs_pearson_corr': corr,
+    diff = (pr - pa).abs() if len(pr) else torch.zeros(1, dtype=torch.float64)
+    degenerate = len(pr) < 2 or bool(pr.std() == 0) or bool(pa.std() == 0)
+    corr = float(diff.max() <= atol) if degenerate else torch.corrcoef(torch.stack([pr, pa]))[0, 1].item()
+    return {'training/rollout_actor_probs_pearson_corr': corr, 'training/rollout_probs_degenerate': float(degenerate),
             'training/rollout_probs_diff_mean': diff.mean().item(), 'training/rollout_probs_diff_max': diff.max().item()}

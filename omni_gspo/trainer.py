@@ -4,13 +4,13 @@
 
 # %% ../nbs/09_trainer.ipynb #209f061e
 from __future__ import annotations
-import json, os, resource, shutil, tempfile, time
+import json, os, random, resource, shutil, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 import torch
-from safetensors.torch import load_file
-from peft import set_peft_model_state_dict
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
 from tqdm.auto import tqdm
 from .config import Config, ConfigError, format_config, save_config
 from .data import batch_indices, encode_prompts, steps_per_epoch
@@ -36,7 +36,12 @@ def check_config(cfg:Config):
                f'actor.ppo_mini_batch_size ({a.ppo_mini_batch_size}) must divide data.train_batch_size ({d.train_batch_size})'),
               (r.n >= 2, f'rollout.n must be >= 2 for group-relative advantages, got {r.n}'),
               (r.response_length >= 1, 'rollout.response_length must be >= 1'),
+              (r.temperature > 0, f'rollout.temperature must be > 0, got {r.temperature}'),
+              (r.top_k in (-1, 0) and r.top_p == 1.0,
+               f'rollout.top_k={r.top_k} / rollout.top_p={r.top_p}: training rollouts must sample the full softmax (top_k -1, top_p 1.0); '
+               'a truncated distribution cannot be scored by the actor (the sampled token may fall outside it after an update)'),
               (a.optim.lr > 0, 'actor.optim.lr must be > 0'),
+              (cfg.trainer.keep_checkpoints >= 1, f'trainer.keep_checkpoints must be >= 1, got {cfg.trainer.keep_checkpoints}'),
               (cfg.trainer.max_steps >= 0 and cfg.trainer.total_epochs >= 1, 'trainer.max_steps must be >= 0 and trainer.total_epochs >= 1')]
     for ok, msg in checks:
         if not ok: raise ConfigError(msg)
@@ -47,25 +52,42 @@ def list_checkpoints(out:Path)->list[tuple[int, Path]]:
     cks = [(int(p.name.split('_')[1]), p) for p in (out/'checkpoints').glob('step_*') if (p/'state.json').exists()]
     return sorted(cks)
 
-def save_checkpoint(out:Path, step:int, model, opt)->Path:
-    "Write `checkpoints/step_{step}` atomically."
+_TRAINED = StateDictOptions(ignore_frozen_params=True)
+
+def _training_state(model, opt)->dict:
+    "Trainable tensors and optimizer state by parameter name, as DCP saves and loads them."
+    msd, osd = get_state_dict(model, opt, options=_TRAINED)
+    return {'model': msd, 'optim': osd}
+
+def save_checkpoint(out:Path, step:int, model, opt, keep:int=2)->Path:
+    "Write `checkpoints/step_{step}` atomically; keep the newest `keep` checkpoints."
     dest = out/'checkpoints'/f'step_{step}'
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f'.step_{step}.'))
     try:
-        model.save_pretrained(tmp)
-        torch.save(opt.state_dict(), tmp/'optimizer.pt')
-        (tmp/'state.json').write_text(json.dumps({'step': step}))
+        state = _training_state(model, opt)
+        dcp.save(state, checkpoint_id=tmp)
+        if lora_modules(model): model.save_pretrained(tmp)
+        torch.save({'torch': torch.get_rng_state(), 'python': random.getstate()}, tmp/'rng.pt')
+        (tmp/'state.json').write_text(json.dumps({'step': step, 'trainable_tensors': len(state['model'])}))
         if dest.exists(): shutil.rmtree(dest)
         tmp.rename(dest)
     finally: shutil.rmtree(tmp, ignore_errors=True)
+    for _, old in list_checkpoints(out)[:-keep]: shutil.rmtree(old)
     return dest
 
 def load_checkpoint(path:Path, model, opt)->int:
-    "Restore the adapter (or all weights, after full-parameter training) and the optimizer from `path`; return its step."
-    if (path/'adapter_model.safetensors').exists(): set_peft_model_state_dict(model, load_file(path/'adapter_model.safetensors'))
-    else: model.load_state_dict(load_file(path/'model.safetensors'), strict=False)
-    opt.load_state_dict(torch.load(path/'optimizer.pt', weights_only=True))
+    "Restore the trainable tensors, the optimizer and the RNG state from `path`, bit for bit; return its step."
+    state = _training_state(model, opt)
+    saved = dcp.FileSystemReader(path).read_metadata().state_dict_metadata
+    missing = [k for k in state['model'] if f'model.{k}' not in saved]
+    if missing: raise ValueError(f"checkpoint {path} lacks {len(missing)} tensors this model trains, e.g. {missing[0]!r} "
+                                 "(written by a run with another model.lora_rank or target_modules?)")
+    dcp.load(state, checkpoint_id=path)
+    set_state_dict(model, opt, model_state_dict=state['model'], optim_state_dict=state['optim'],
+                   options=StateDictOptions(ignore_frozen_params=True, strict=False))   # frozen weights: from the base
+    rng = torch.load(path/'rng.pt', weights_only=False)
+    torch.set_rng_state(rng['torch']); random.setstate(rng['python'])
     return json.loads((path/'state.json').read_text())['step']
 
 # %% ../nbs/09_trainer.ipynb #b631be02
@@ -223,7 +245,7 @@ def train(cfg:Config, log=print)->RunResult:
     log(f"model: {type(model.get_base_model() if adapted else model).__name__}, {sum(p.numel() for p in model.parameters())/1e6:.2f}M params, "
         f"{what} ({n_train/1e3:.1f}k trainable) on {device}")
     teacher = load_teacher(cfg.algorithm.opd_teacher, cfg.model, device, log)
-    actor = Actor(model, cfg.actor, cfg.algorithm, adapter, teacher)
+    actor = Actor(model, cfg.actor, cfg.algorithm, adapter, teacher, temperature=cfg.rollout.temperature)
     start = load_checkpoint(cks[-1][1], model, actor.opt) + 1 if cks else 1
     engine = make_engine(model, tok, adapter, processor, cfg)
     metrics_path, ck = out/'metrics.jsonl', (cks[-1][1] if cks else None)
@@ -238,8 +260,8 @@ def train(cfg:Config, log=print)->RunResult:
             if tc.test_freq and (step % tc.test_freq == 0 or step == total): m |= validate(engine, tok, val_ps, cfg.reward)
             m['perf/max_memory_gb'] = memory_gb(device)
             with open(metrics_path, 'a') as f: f.write(json.dumps(m) + '\n')
-            if step % tc.save_freq == 0 or step == total: ck = save_checkpoint(out, step, model, actor.opt)
-            bar.set_postfix(reward=f"{m['reward/mean']:.3f}", loss=f"{m['actor/pg_loss']:.2e}")
+            if step % tc.save_freq == 0 or step == total: ck = save_checkpoint(out, step, model, actor.opt, tc.keep_checkpoints)
+            bar.set_postfix(reward=f"{m['reward/mean']:.3f}", loss=f"{m.get('actor/pg_loss', float('nan')):.2e}")
             for t, r in list(zip(texts, rewards))[:lc.print_samples]: tqdm.write(f"[step {step}] reward={r:.2f} | {t[:200]!r}")
             if not lc.progress_bar: log(' '.join(f'{k}={v:.4g}' for k, v in m.items() if k in ('training/global_step', 'reward/mean', 'actor/pg_loss', 'actor/grad_norm', 'timing_s/step')))
     finally: bar.close(); engine.close()   # also when a step fails: the engine's memory and work folder are released
