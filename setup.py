@@ -14,6 +14,7 @@ extras = {
     'dev': dev_requirements,
     'audio': ['imageio-ffmpeg'],   # an ffmpeg binary, for compressed audio (m4a, mp3) that soundfile cannot read
     'vllm': ['vllm>=0.11'],
+    'loggers': ['tensorboard', 'wandb'],   # logging.loggers=tensorboard,wandb
     'npu': ['torch-npu'],
 }
 

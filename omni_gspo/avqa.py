@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 from .data import DataError, read_rows
 from .gsm8k import convert_split
-from .sources import AVQA_FILES, Dropped, converter_parser, rl_row, write_splits
+from .sources import AVQA_FILES, Dropped, converter_parser, print_stats, rl_row, write_splits
 
 # %% auto #0
 __all__ = ['AVQA_SOURCE', 'AVQA_OUTPUTS', 'AVQA_DROP_REASONS', 'SYSTEM_PROMPT', 'OPTION', 'SOLUTION', 'parse_options',
@@ -96,7 +96,7 @@ def main(argv:list[str]|None=None)->dict:
     "Command line: convert AVQA-R1-6K to RL parquet files; returns the stats."
     p = converter_parser('avqa', 'Convert AVQA-R1-6K (JSON records with image and audio files) to verl RL parquet files.')
     a = p.parse_args(argv)
-    try: return convert_avqa(a.input, a.output)
+    try: return print_stats(convert_avqa(a.input, a.output))
     except DataError as e: p.error(str(e))
 
 # %% ../nbs/02d_avqa.ipynb #68e63159

@@ -40,7 +40,7 @@ class DataConfig(Section):
     train_file: str = ''            # verl RL parquet/jsonl, or gsm8k-format (question, answer '#### N'); '' or 'generated:gsm8k|mmk12|avqa' generates data
     val_file: str = ''              # same choices, for validation (generated: a held-out split)
     generated_train_size: int = 2048 # rows generated for a generated train_file
-    generated_val_size: int = 32    # rows generated for a generated val_file
+    generated_val_size: int = 256   # rows generated for a generated val_file (enough for the accuracy curve to mean something)
     max_prompt_length: int = 128    # prompts with more tokens (after the chat template) are dropped and counted
     train_batch_size: int = 16      # prompts per training step
     shuffle: bool = True            # reshuffle the training rows every epoch
@@ -116,16 +116,17 @@ class TrainerConfig(Section):
     test_freq: int = 20             # validate every N steps and after the last one; 0 = never
     save_freq: int = 50             # checkpoint every N steps and after the last one
     keep_checkpoints: int = 2       # newest checkpoints kept in output_dir/checkpoints
-    output_dir: str = 'runs/gsm8k'
-    resume: bool = True             # continue from the newest checkpoint in output_dir, if any
+    output_dir: str = 'runs/gsm8k/{time}' # the run folder; '{time}' as its last part becomes the start time: a fresh folder per run
+    resume: str = 'off'             # off: a fresh run; auto: continue from the newest checkpoint of output_dir (with '{time}': of the newest run beside it); or a run/checkpoint folder
     seed: int = 0
 
 @dataclass(eq=False, repr=False)
 class LoggingConfig(Section):
     "What the run shows while it runs."
     progress_bar: bool = True
-    plot: bool = True               # write metrics.html (plotly) next to metrics.jsonl
+    plot: bool = True               # live dashboard in notebooks; metrics.html (plotly) next to metrics.jsonl
     print_samples: int = 1          # decoded responses printed per step
+    loggers: list[str] = field(default_factory=lambda: ['console'])  # any of console, tensorboard, wandb (offline without WANDB_API_KEY); metrics.jsonl is always written
 
 @dataclass(eq=False, repr=False)
 class HardwareConfig(Section):
@@ -230,9 +231,9 @@ _MM = {'data.max_prompt_length': 1024, 'data.generated_train_size': 128, 'data.g
        'data.train_batch_size': 4, 'actor.ppo_mini_batch_size': 2, 'rollout.n': 4, 'rollout.response_length': 32,
        'trainer.max_steps': 4, 'trainer.test_freq': 4, 'trainer.save_freq': 4}
 RECIPES = {
-    'gsm8k': {'trainer.output_dir': 'runs/gsm8k', 'data.max_prompt_length': 128, 'rollout.response_length': 48},
-    'mmk12': _MM | {'trainer.output_dir': 'runs/mmk12', 'data.train_file': 'generated:mmk12', 'data.val_file': 'generated:mmk12'},
-    'avqa': _MM | {'trainer.output_dir': 'runs/avqa', 'data.train_file': 'generated:avqa', 'data.val_file': 'generated:avqa'},
+    'gsm8k': {'trainer.output_dir': 'runs/gsm8k/{time}', 'data.max_prompt_length': 128, 'rollout.response_length': 48},
+    'mmk12': _MM | {'trainer.output_dir': 'runs/mmk12/{time}', 'data.train_file': 'generated:mmk12', 'data.val_file': 'generated:mmk12'},
+    'avqa': _MM | {'trainer.output_dir': 'runs/avqa/{time}', 'data.train_file': 'generated:avqa', 'data.val_file': 'generated:avqa'},
 }
 
 def recipe_overrides(name:str)->dict:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from .data import DataError, gsm8k_examples, read_rows
-from .sources import Dropped, convert_records, converter_parser, rl_row, write_splits
+from .sources import print_stats, Dropped, convert_records, converter_parser, rl_row, write_splits
 
 # %% auto #0
 __all__ = ['GSM8K_SPLITS', 'GSM8K_DROP_REASONS', 'split_of', 'gsm8k_inputs', 'convert_split', 'gsm8k_row', 'convert_gsm8k',
@@ -80,7 +80,7 @@ def main(argv:list[str]|None=None)->dict:
     "Command line: convert GSM8K-format data to RL parquet files; returns the stats."
     p = converter_parser('gsm8k', 'Convert GSM8K-format problems to verl RL parquet files.')
     a = p.parse_args(argv)
-    try: return convert_gsm8k(a.input, a.output)
+    try: return print_stats(convert_gsm8k(a.input, a.output))
     except DataError as e: p.error(str(e))
 
 # %% ../nbs/02b_gsm8k.ipynb #c80ba2d6

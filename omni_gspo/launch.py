@@ -7,9 +7,10 @@ from __future__ import annotations
 import sys
 from .config import ConfigError, build_config, format_config, parse_overrides
 from .data import DataError
+from .platform import apply_env_defaults, check_hardware
 
 # %% auto #0
-__all__ = ['USAGE', 'cli_config', 'main', 'notebook_config']
+__all__ = ['USAGE', 'cli_config', 'ready_platform', 'main', 'notebook_config', 'data_files']
 
 # %% ../nbs/10_launch.ipynb #dc57c121
 USAGE = """usage: omni-gspo {train,config} [recipe=NAME] [key=value ...]
@@ -27,6 +28,12 @@ def cli_config(args:list[str]):
     ov = parse_overrides(args)
     return build_config(ov.pop('recipe', 'gsm8k'), ov)
 
+def ready_platform(cfg):
+    "Stop with one line if this machine lacks `hardware.device`; else set its environment defaults. Returns `cfg`."
+    check_hardware(cfg.hardware.device)
+    apply_env_defaults(cfg.hardware.device)
+    return cfg
+
 def main(argv:list[str]|None=None)->int:
     "Entry point of the `omni-gspo` console script; returns the exit status."
     args = sys.argv[1:] if argv is None else list(argv)
@@ -37,7 +44,7 @@ def main(argv:list[str]|None=None)->int:
         cfg = cli_config(rest)
         if cmd == 'config': print(format_config(cfg)); return 0
         from omni_gspo.trainer import train
-        train(cfg)
+        train(ready_platform(cfg))
         return 0
     except (ConfigError, DataError, FileNotFoundError) as e:
         print(f'omni-gspo: error: {e}', file=sys.stderr)
@@ -49,4 +56,17 @@ def notebook_config(recipe:str, hardware:str='cpu', model_path:str='', train_fil
     "Config for a recipe notebook's parameters."
     named = {'hardware.device': hardware, 'model.path': model_path, 'data.train_file': train_file,
              'data.val_file': val_file, 'trainer.max_steps': max_steps}
-    return build_config(recipe, dict(overrides or {}), **{k: v for k, v in named.items() if v not in ('', None)})
+    return ready_platform(build_config(recipe, dict(overrides or {}), **{k: v for k, v in named.items() if v not in ('', None)}))
+
+# %% ../nbs/10_launch.ipynb #951496ce
+def data_files(cfg)->dict[str, str]:
+    "The RL parquet files behind `data.train_file` and `data.val_file` ('train', 'val'); generated data is built first."
+    from omni_gspo.media import GENERATED_SPLITS, generated_rl_file
+    d, out = cfg.data, {}
+    for split, path, n, seed in (('train', d.train_file, d.generated_train_size, cfg.trainer.seed),
+                                 ('val', d.val_file, d.generated_val_size, cfg.trainer.seed + 1)):
+        task = path.removeprefix('generated:') if path.startswith('generated:') else None
+        if path == '' or (task is not None and task not in GENERATED_SPLITS):
+            raise DataError(f"data.{split}_file {path!r}: not a file; expected a path or one of {', '.join('generated:' + t for t in GENERATED_SPLITS)}")
+        out[split] = str(generated_rl_file(task, split == 'val', n, seed)) if task else path
+    return out

@@ -18,7 +18,7 @@ from .data import DataError, Example, Prompt
 __all__ = ['PLACEHOLDERS', 'PLACEHOLDER_RE', 'NO_VIDEO', 'SAMPLE_RATE', 'HOP', 'SOUNDFILE_MAGIC', 'MM_KEYS', 'GENERATED_SPLITS',
            'content_parts', 'count_parts', 'parse_prompt', 'MediaError', 'load_image', 'pad_to_hop', 'wav_truncation',
            'ffmpeg_exe', 'load_audio', 'example_from_rl_row', 'rl_examples', 'encode_example', 'encode_examples',
-           'collate_mm', 'generated_rl_file', 'load_split']
+           'collate_mm', 'generated_rl_file', 'load_split', 'csv_rl_rows', 'csv_to_rl']
 
 # %% ../nbs/03a_media.ipynb #e4445c62
 PLACEHOLDERS = {'<image>': 'image', '<audio>': 'audio', '<video>': 'video'}
@@ -243,3 +243,48 @@ def load_split(path:str, # data.train_file / data.val_file
     rows = read_rows(path, what)
     if rows and 'prompt' in rows[0]: return rl_examples(rows, path, skip_bad)
     return gsm8k_examples(rows, path), {}
+
+# %% ../nbs/03a_media.ipynb #d7312daa
+def _media_names(v)->list[str]:
+    "File names of a CSV media cell: ';'-separated, blanks dropped."
+    return [s.strip() for s in str(v or '').split(';') if s.strip()]
+
+def csv_rl_rows(csv_path:str|Path, # columns `question`, `answer`, optional `image` and `audio`, any others
+                data_source:str, # selects the reward: a built-in one or the name your custom reward expects
+                media_dir:str|Path|None=None, # where the media file names start (default: the CSV's folder)
+                system:str='', # a system message for every prompt ('' for none)
+                ability:str='custom', # verl's `ability` column
+               )->list[dict]:
+    "verl RL rows of a CSV of questions about media files; media are checked by loading them."
+    import pandas as pd
+    from omni_gspo.sources import rl_row
+    csv_path = Path(csv_path)
+    media_dir = Path(media_dir or csv_path.parent).resolve()
+    df = pd.read_csv(csv_path, dtype=str, keep_default_na=False)
+    missing = [c for c in ('question', 'answer') if c not in df.columns]
+    if missing: raise DataError(f"{csv_path}: no column(s) {missing}; expected question, answer and optionally image, audio (has {list(df.columns)})")
+    rows = []
+    for i, r in enumerate(df.to_dict('records')):
+        loc = f"{csv_path}: row {i + 2}"      # as a spreadsheet numbers it, under the header line
+        if not r['question'].strip(): raise DataError(f"{loc}: empty question")
+        media = {k: _media_names(r.get(k)) for k in ('image', 'audio')}
+        paths = {k: [media_dir/n for n in names] for k, names in media.items()}
+        for k, ps in paths.items():
+            for p in ps:
+                if not p.is_file(): raise DataError(f"{loc}: {k} file {str(p)!r} does not exist")
+        q = r['question']
+        if not PLACEHOLDER_RE.search(q): q = '<image>' * len(media['image']) + '<audio>' * len(media['audio']) + q
+        prompt = ([{'role': 'system', 'content': system}] if system else []) + [{'role': 'user', 'content': q}]
+        extra = {'index': i, 'csv': csv_path.name, **{k: v for k, v in r.items() if k not in ('question', 'answer', 'image', 'audio')}}
+        row = rl_row(data_source, prompt, r['answer'], ability, extra,
+                     images=[{'image': str(p)} for p in paths['image']], audios=[str(p) for p in paths['audio']])
+        example_from_rl_row(row, i + 2, str(csv_path))   # placeholders match the media, and every file decodes
+        rows.append(row)
+    if not rows: raise DataError(f"{csv_path}: no rows")
+    return rows
+
+def csv_to_rl(csv_path:str|Path, output:str|Path, # the RL parquet file to write
+              data_source:str, **kwargs)->Path:
+    "Write `csv_rl_rows(csv_path, data_source, **kwargs)` as an RL parquet file at `output` (atomically)."
+    from omni_gspo.sources import write_rl_parquet
+    return write_rl_parquet(csv_rl_rows(csv_path, data_source, **kwargs), output)

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 from PIL import Image
 from .data import DataError
 from .gsm8k import convert_split
-from .sources import Dropped, converter_parser, rl_row, write_splits
+from .sources import Dropped, converter_parser, print_stats, rl_row, write_splits
 
 # %% auto #0
 __all__ = ['MMK12_SOURCE', 'MMK12_SPLITS', 'MMK12_COLUMNS', 'MMK12_DROP_REASONS', 'INSTRUCTION', 'OPTION_LINE', 'parse_options',
@@ -91,7 +91,7 @@ def main(argv:list[str]|None=None)->dict:
     p = converter_parser('mmk12', 'Convert MMK12 parquet shards to verl RL parquet files.')
     p.add_argument('--no-verify-images', action='store_true', help="keep images without checking that Pillow can read them")
     a = p.parse_args(argv)
-    try: return convert_mmk12(a.input, a.output, verify_images=not a.no_verify_images)
+    try: return print_stats(convert_mmk12(a.input, a.output, verify_images=not a.no_verify_images))
     except DataError as e: p.error(str(e))
 
 # %% ../nbs/02c_mmk12.ipynb #e00c7219

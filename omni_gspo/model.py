@@ -21,7 +21,7 @@ from .config import ConfigError
 
 # %% auto #0
 __all__ = ['TINY_KINDS', 'DTYPES', 'ADAPTERS', 'ENCODER_PATTERN', 'token_ids', 'tiny_thinker_config', 'warm_start',
-           'tiny_model_dir', 'CausalLMAdapter', 'ThinkerAdapter', 'register_adapter', 'adapter_for', 'torch_device',
+           'tiny_model_dir', 'CausalLMAdapter', 'ThinkerAdapter', 'register_adapter', 'adapter_for',
            'resolve_model_path', 'load_tokenizer', 'load_model', 'load_policy', 'noised_copy', 'lora_modules',
            'apply_lora', 'configure_trainable', 'module_mode', 'hidden_states_only', 'completion_logprobs']
 
@@ -138,16 +138,6 @@ def adapter_for(path:Path)->CausalLMAdapter:
     return ADAPTERS.get(AutoConfig.from_pretrained(path).model_type, CausalLMAdapter())
 
 # %% ../nbs/03_model.ipynb #96dbeb55
-def torch_device(hardware:str)->torch.device:
-    "The torch device for `hardware` in {'cpu', 'gpu', 'npu'}."
-    if hardware == 'cpu': return torch.device('cpu')
-    if hardware == 'gpu':
-        if not torch.cuda.is_available(): raise RuntimeError("hardware.device='gpu' but torch sees no CUDA device")
-        return torch.device('cuda')
-    try: import torch_npu  # noqa: F401  (registers the 'npu' device)
-    except ImportError: raise RuntimeError("hardware.device='npu' needs torch_npu (pip install 'omni_gspo[npu]')") from None
-    return torch.device('npu')
-
 def resolve_model_path(path:str, warm_start_steps:int)->Path:
     "The folder to load: a tiny default for '', 'tiny', 'tiny-qwen', else `path` itself (which must exist)."
     if path in TINY_KINDS: return tiny_model_dir(TINY_KINDS[path], warm_start_steps)

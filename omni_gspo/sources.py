@@ -16,7 +16,7 @@ from .data import DataError, make_gsm8k_rows, write_rows
 
 # %% auto #0
 __all__ = ['RL_COLUMNS', 'COLOURS', 'SHAPES', 'SAMPLE_RATE', 'MMK12_SCHEMA', 'AVQA_FILES', 'atomic_path', 'write_bytes_atomic',
-           'rl_row', 'write_rl_parquet', 'write_splits', 'read_rl_rows', 'Dropped', 'convert_records',
+           'rl_row', 'write_rl_parquet', 'write_splits', 'print_stats', 'read_rl_rows', 'Dropped', 'convert_records',
            'converter_parser', 'shapes_image', 'text_image', 'png_bytes', 'random_shapes', 'write_wav', 'read_wav',
            'resample', 'speak', 'beeps', 'has_espeak', 'write_gsm8k_source', 'choices', 'mmk12_records',
            'write_mmk12_source', 'avqa_records', 'write_avqa_source']
@@ -60,10 +60,14 @@ def write_rl_parquet(rows:list[dict], path:str|Path)->Path:
 def write_splits(converted:dict[str, list[dict]], # split name -> RL rows
                  stats:dict[str, dict], # split name -> its stats so far
                  output_dir:str|Path)->dict:
-    "Write each split to `output_dir/{split}.parquet`, add its path to the stats, print one JSON line per split."
+    "Write each split to `output_dir/{split}.parquet` and add its path to the stats."
     for split, rows in converted.items():
         stats[split]['output'] = str(write_rl_parquet(rows, Path(output_dir)/f'{split}.parquet'))
-        print(json.dumps(stats[split]))
+    return stats
+
+def print_stats(stats:dict[str, dict])->dict:
+    "A converter command's report: one JSON line per split (kept, dropped by reason, output file); returns `stats`."
+    for s in stats.values(): print(json.dumps(s))
     return stats
 
 def read_rl_rows(path:str|Path)->list[dict]:
@@ -87,7 +91,7 @@ def convert_records(records:list, # source records of one split
                    )->tuple[list[dict], dict]:
     "RL rows of the kept records and the drop counts by reason."
     rows, dropped = [], dict.fromkeys(reasons, 0)
-    for i, rec in enumerate(tqdm(records, desc=desc, unit='row')):
+    for i, rec in enumerate(tqdm(records, desc=desc, unit='row', disable=None)):   # a bar in terminals only
         try: rows.append(make_row(rec, i))
         except Dropped as e:
             if e.reason not in dropped: raise ValueError(f"{desc}: record {i}: unknown drop reason {e.reason!r}") from None

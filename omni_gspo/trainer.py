@@ -4,7 +4,7 @@
 
 # %% ../nbs/09_trainer.ipynb #209f061e
 from __future__ import annotations
-import json, os, random, resource, shutil, tempfile, time
+import json, os, random, shutil, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,20 +12,22 @@ import torch
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
 from tqdm.auto import tqdm
-from .config import Config, ConfigError, format_config, save_config
+from .config import Config, ConfigError, config_dict, save_config
 from .data import batch_indices, encode_prompts, steps_per_epoch
 from .media import encode_examples, load_split
-from .model import adapter_for, configure_trainable, load_model, load_tokenizer, lora_modules, resolve_model_path, torch_device
+from .platform import peak_memory_gb, torch_device
+from .model import adapter_for, configure_trainable, load_model, load_tokenizer, lora_modules, resolve_model_path
 from .rewards import part_means, score_batch, val_metrics
 from .algos import group_advantages, rollout_correction_metrics, rollout_correction_weights, zero_std_groups
 from .rollout import HFEngine, rollout_parity
 from .vllm_engine import prompt_media
 from .actor import Actor
-from .viz import read_metrics, write_metrics_html
+from .loggers import make_loggers
 
 # %% auto #0
-__all__ = ['check_config', 'list_checkpoints', 'save_checkpoint', 'load_checkpoint', 'trim_metrics', 'memory_gb', 'validate',
-           'StreamingScorer', 'make_engine', 'check_parity', 'rollout_step', 'RunResult', 'load_teacher', 'train']
+__all__ = ['check_config', 'list_checkpoints', 'save_checkpoint', 'load_checkpoint', 'trim_metrics', 'validate',
+           'StreamingScorer', 'make_engine', 'check_parity', 'rollout_step', 'RunResult', 'run_folder', 'load_teacher',
+           'train']
 
 # %% ../nbs/09_trainer.ipynb #4fab6939
 def check_config(cfg:Config):
@@ -97,11 +99,6 @@ def trim_metrics(path:Path, last_step:int):
     keep = [l for l in path.read_text().splitlines() if l.strip() and json.loads(l)['training/global_step'] <= last_step]
     tmp = path.with_name(f'.{path.name}.tmp'); tmp.write_text(''.join(l + '\n' for l in keep)); os.replace(tmp, path)
 
-def memory_gb(device:torch.device)->float:
-    "Peak memory of this process: device allocator peak on GPU/NPU, resident set size on CPU."
-    if device.type == 'cuda': return torch.cuda.max_memory_allocated() / 2**30
-    if device.type == 'npu': return torch.npu.max_memory_allocated() / 2**30
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 # %% ../nbs/09_trainer.ipynb #90ae3acc
 def validate(engine, tok, prompts, rcfg, batch:int=64)->dict:
@@ -211,6 +208,27 @@ def _prompts(path, what, generated, seed, tok, processor, dcfg, log):
     log(f"{what}: {len(ps)} prompts from {path or 'generated problems'}" + (f"; dropped {dropped}" if dropped else ''))
     return ps
 
+def run_folder(output_dir:str, # `trainer.output_dir`; a last part '{time}' becomes `now`
+               resume:str, # `trainer.resume`: 'off', 'auto', or a run folder / checkpoint folder
+               now:str, # the start time, e.g. '20261201-101500'
+              )->tuple[Path, Path|None]:
+    "The run folder and the checkpoint to continue from (None: start at step 1)."
+    if resume not in ('off', 'auto'):
+        p = Path(resume)
+        if (p/'state.json').exists() and p.parent.name == 'checkpoints': return p.parent.parent, p
+        cks = list_checkpoints(p)
+        if not cks: raise ConfigError(f"trainer.resume={resume!r}: no checkpoint there (expected a run folder with checkpoints/step_N, or one checkpoint folder)")
+        return p, cks[-1][1]
+    out = Path(output_dir)
+    if out.name == '{time}':
+        runs = sorted((ck, d) for d in out.parent.glob('*') if d.is_dir() for _, ck in list_checkpoints(d)[-1:])
+        if resume == 'auto' and runs: return runs[-1][0].parent.parent, runs[-1][0]
+        return out.with_name(now), None
+    cks = list_checkpoints(out)
+    if cks and resume == 'off':
+        raise ConfigError(f"trainer.output_dir {str(out)!r} holds checkpoints up to step {cks[-1][0]}; set trainer.resume=auto to continue, or choose another output_dir")
+    return out, cks[-1][1] if cks else None
+
 def load_teacher(path:str, mcfg, device, log):
     "The frozen distillation teacher at `path` ('' = no distillation)."
     if not path: return None
@@ -219,22 +237,18 @@ def load_teacher(path:str, mcfg, device, log):
     return teacher
 
 def train(cfg:Config, log=print)->RunResult:
-    "Run GSPO training as configured; resumes from the newest checkpoint in `trainer.output_dir` if asked to."
+    "Run GSPO training as configured: a fresh run folder, or a resumed run (`trainer.resume`)."
     check_config(cfg)
     tc, lc = cfg.trainer, cfg.logging
     if cfg.hardware.num_threads > 0: torch.set_num_threads(cfg.hardware.num_threads)
     torch.manual_seed(tc.seed)
     device = torch_device(cfg.hardware.device)
-    log('resolved config:\n' + format_config(cfg))
     mpath = resolve_model_path(cfg.model.path, cfg.model.warm_start_steps)
     tok, adapter = load_tokenizer(mpath), adapter_for(mpath)
     processor = adapter.processor(tok)
     train_ps = _prompts(cfg.data.train_file, 'train file', cfg.data.generated_train_size, tc.seed, tok, processor, cfg.data, log)
     val_ps = _prompts(cfg.data.val_file, 'val file', cfg.data.generated_val_size, tc.seed + 1, tok, processor, cfg.data, log) if tc.test_freq else []
-    out = Path(tc.output_dir)
-    resume, cks = tc.resume, list_checkpoints(out)
-    if cks and not resume:
-        raise ConfigError(f"trainer.output_dir {str(out)!r} holds checkpoints up to step {cks[-1][0]}; set trainer.resume=true to continue, or choose another output_dir")
+    out, resume_from = run_folder(tc.output_dir, tc.resume, time.strftime('%Y%m%d-%H%M%S'))
     out.mkdir(parents=True, exist_ok=True); save_config(cfg, out/'config.json')
     spe = steps_per_epoch(len(train_ps), cfg.data.train_batch_size)
     total = tc.max_steps or tc.total_epochs * spe
@@ -246,11 +260,12 @@ def train(cfg:Config, log=print)->RunResult:
         f"{what} ({n_train/1e3:.1f}k trainable) on {device}")
     teacher = load_teacher(cfg.algorithm.opd_teacher, cfg.model, device, log)
     actor = Actor(model, cfg.actor, cfg.algorithm, adapter, teacher, temperature=cfg.rollout.temperature)
-    start = load_checkpoint(cks[-1][1], model, actor.opt) + 1 if cks else 1
+    start = load_checkpoint(resume_from, model, actor.opt) + 1 if resume_from else 1
     engine = make_engine(model, tok, adapter, processor, cfg)
-    metrics_path, ck = out/'metrics.jsonl', (cks[-1][1] if cks else None)
-    trim_metrics(metrics_path, start - 1) if cks else metrics_path.unlink(missing_ok=True)
-    if start > 1: log(f"resumed from {cks[-1][1]} at step {start}")
+    metrics_path, ck = out/'metrics.jsonl', resume_from
+    trim_metrics(metrics_path, start - 1) if resume_from else metrics_path.unlink(missing_ok=True)
+    log(f"run folder: {out}" + (f"; resumed from {resume_from} at step {start}" if resume_from else ''))
+    loggers = make_loggers(lc.loggers, out, config_dict(cfg), live=lc.plot, write=tqdm.write)
     bar = tqdm(range(start, total + 1), disable=not lc.progress_bar, desc='gspo', initial=start - 1, total=total)
     try:
         for step in bar:
@@ -258,14 +273,13 @@ def train(cfg:Config, log=print)->RunResult:
             m, texts, rewards = rollout_step(step, batch, engine, actor, tok, cfg)
             m = {'training/global_step': step, 'training/epoch': (step - 1) // spe + 1, **m}
             if tc.test_freq and (step % tc.test_freq == 0 or step == total): m |= validate(engine, tok, val_ps, cfg.reward)
-            m['perf/max_memory_gb'] = memory_gb(device)
-            with open(metrics_path, 'a') as f: f.write(json.dumps(m) + '\n')
+            m['perf/max_memory_gb'] = peak_memory_gb(device)
+            loggers.log(m, step)
             if step % tc.save_freq == 0 or step == total: ck = save_checkpoint(out, step, model, actor.opt, tc.keep_checkpoints)
             bar.set_postfix(reward=f"{m['reward/mean']:.3f}", loss=f"{m.get('actor/pg_loss', float('nan')):.2e}")
             for t, r in list(zip(texts, rewards))[:lc.print_samples]: tqdm.write(f"[step {step}] reward={r:.2f} | {t[:200]!r}")
-            if not lc.progress_bar: log(' '.join(f'{k}={v:.4g}' for k, v in m.items() if k in ('training/global_step', 'reward/mean', 'actor/pg_loss', 'actor/grad_norm', 'timing_s/step')))
-    finally: bar.close(); engine.close()   # also when a step fails: the engine's memory and work folder are released
-    plot = write_metrics_html(read_metrics(metrics_path), out/'metrics.html') if lc.plot and metrics_path.exists() else None
+    finally: bar.close(); loggers.close(); engine.close()   # also when a step fails: files are complete, the engine's memory is released
+    plot = out/'metrics.html' if lc.plot and metrics_path.exists() else None
     if start > total: log(f"nothing to do: checkpoint at step {start - 1} already reaches the {total} steps asked for")
     log(f"metrics:    {metrics_path}\nplot:       {plot}\ncheckpoint: {ck}")
     return RunResult(out, metrics_path, plot, ck, max(start - 1, total))

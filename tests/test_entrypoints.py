@@ -2,7 +2,7 @@
 
 These run the installed package the way a user does (a subprocess / a Jupyter kernel), complementing the
 notebook tests, which exercise the library in-process."""
-import json, os, subprocess, sys
+import json, os, subprocess, sys, time
 from pathlib import Path
 import papermill as pm
 import pytest
@@ -19,7 +19,7 @@ def test_cli_train_short_run(tmp_path):
     r = run_cli('train', 'trainer.max_steps=2', 'data.train_batch_size=8', 'rollout.n=4', 'trainer.test_freq=2',
                 'logging.progress_bar=false', 'trainer.output_dir=run', cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert 'resolved config:' in r.stdout and "actor.optim.lr = 0.002" in r.stdout
+    assert json.loads((tmp_path/'run'/'config.json').read_text())['actor']['optim']['lr'] == 0.002   # the recipe default, saved
     tail = r.stdout.strip().splitlines()[-3:]
     assert [l.split(':')[0] for l in tail] == ['metrics', 'plot', 'checkpoint'], tail
     rows = [json.loads(l) for l in (tmp_path/'run'/'metrics.jsonl').read_text().splitlines()]
@@ -88,8 +88,9 @@ def test_papermill_multimodal_recipes_defaults(tmp_path, recipe, source):
     rows = [json.loads(l) for l in (tmp_path/'runs'/recipe/'metrics.jsonl').read_text().splitlines()]
     assert [x['training/global_step'] for x in rows] == [1, 2, 3, 4]
     assert f'val-core/{source}/reward/mean@1' in rows[-1]
-    printed = ''.join(''.join(o.get('text', [])) for c in json.loads(out.read_text())['cells'] for o in c.get('outputs', []))
-    assert '<image>' in printed                       # the dataset browser showed the first prompt
+    widgets = json.dumps(json.loads(out.read_text())['metadata']['widgets'])   # the browser's state, saved with the run record
+    assert '&lt;image&gt;' in widgets and 'ImageModel' in widgets      # the dataset browser showed the first prompt and its image
+    assert ('AudioModel' in widgets) == (recipe == 'avqa')             # and a player for the clip
 
 
 def test_papermill_mmk12_opd_defaults(tmp_path):
@@ -110,3 +111,87 @@ def test_papermill_parameters_override(tmp_path):
     rows = [json.loads(l) for l in (tmp_path/'other'/'metrics.jsonl').read_text().splitlines()]
     assert len(rows) == 1
     assert json.loads((tmp_path/'other'/'config.json').read_text())['rollout']['n'] == 2
+
+
+def _has_cuda():
+    import torch
+    return torch.cuda.is_available()
+
+
+def _has_torch_npu():
+    import importlib.util
+    return importlib.util.find_spec('torch_npu') is not None
+
+
+MISSING_DEVICE = [
+    pytest.param('npu', "hardware.device='npu' but this machine has no Ascend NPU (torch_npu not installed",
+                 marks=pytest.mark.skipif(_has_torch_npu(), reason='torch_npu is installed here')),
+    pytest.param('gpu', "hardware.device='gpu' but torch sees no CUDA device",
+                 marks=pytest.mark.skipif(_has_cuda(), reason='this machine has a CUDA device')),
+]
+
+
+@pytest.mark.parametrize('hardware,msg', MISSING_DEVICE)
+def test_papermill_missing_device_fails_fast(tmp_path, hardware, msg):
+    "`papermill nbs/train_avqa.ipynb out.ipynb -p hardware npu` on a machine without it: stops in the config cell, in seconds, with one line."
+    t0 = time.monotonic()
+    r = subprocess.run([str(Path(sys.executable).with_name('papermill')), str(ROOT/'nbs'/'train_avqa.ipynb'), 'out.ipynb',
+                        '-p', 'hardware', hardware], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    took = time.monotonic() - t0
+    assert r.returncode != 0
+    assert took < 60, f'took {took:.0f} s'                              # measured: about 5 s on 2 cores
+    assert r.stderr.rstrip().splitlines()[-1].startswith('PlatformError: ' + msg), r.stderr[-2000:]
+    cells = json.loads((tmp_path/'out.ipynb').read_text())['cells']
+    errors = [o for c in cells for o in c.get('outputs', []) if o['output_type'] == 'error']
+    assert len(errors) == 1 and len(errors[0]['traceback']) == 1 and msg in errors[0]['traceback'][0], errors
+    assert not (tmp_path/'runs').exists()                                # nothing was started
+
+
+@pytest.mark.parametrize('hardware,msg', MISSING_DEVICE)
+def test_cli_missing_device_is_one_clear_line(tmp_path, hardware, msg):
+    r = run_cli('train', f'hardware.device={hardware}', cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.startswith('omni-gspo: error: ' + msg) and r.stderr.count('\n') == 1, r.stderr
+    assert not (tmp_path/'runs').exists()
+
+
+def test_live_dashboard_updates_one_display_in_a_kernel(tmp_path):
+    "In a real Jupyter kernel (papermill), the dashboard is one output updated in place; metrics.html holds the same curves."
+    import nbformat
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "from pathlib import Path\nfrom omni_gspo.loggers import make_loggers\n"
+        "lg = make_loggers(['console'], Path('run'), {}, live=True)\n"
+        "for s in (1, 2, 3): lg.log({'reward/mean': 0.1 * s, 'actor/grad_norm': 1.0 / s}, s)\n"
+        "lg.close()")]
+    nbformat.write(nb, str(tmp_path/'dash.ipynb'))
+    pm.execute_notebook(str(tmp_path/'dash.ipynb'), str(tmp_path/'out.ipynb'), cwd=str(tmp_path), kernel_name='python3', progress_bar=False)
+    outs = json.loads((tmp_path/'out.ipynb').read_text())['cells'][0]['outputs']
+    figs = [o for o in outs if 'application/vnd.plotly.v1+json' in o.get('data', {})]
+    assert len(figs) == 1, [o.get('data', {}).keys() for o in outs]
+    traces = {t['name']: t for t in figs[0]['data']['application/vnd.plotly.v1+json']['data']}
+    assert list(traces['reward/mean']['x']) == [1, 2, 3]                 # the one display shows every step
+    assert [o['text'] for o in outs if o['output_type'] == 'stream'] and 'step 3: reward/mean=0.3' in ''.join(
+        ''.join(o['text']) for o in outs if o['output_type'] == 'stream')
+    html = (tmp_path/'run'/'metrics.html').read_text()
+    assert '"name":"reward\\u002fmean","x":[1,2,3]' in html and 'actor\\u002fgrad_norm' in html   # plotly escapes '/' in its JSON
+    assert len((tmp_path/'run'/'metrics.jsonl').read_text().splitlines()) == 3
+
+
+def test_check_nb_size(tmp_path):
+    import nbformat
+    tool = [sys.executable, str(ROOT/'tools'/'check_nb_size.py')]
+    clean = nbformat.v4.new_notebook(); clean.cells = [nbformat.v4.new_code_cell('1 + 1')]
+    nbformat.write(clean, str(tmp_path/'clean.ipynb'))
+    with_out = nbformat.v4.new_notebook()
+    with_out.cells = [nbformat.v4.new_code_cell('1 + 1', outputs=[nbformat.v4.new_output('execute_result', {'text/plain': '2'}, execution_count=1)])]
+    nbformat.write(with_out, str(tmp_path/'with_out.ipynb'))
+    big = nbformat.v4.new_notebook(); big.cells = [nbformat.v4.new_markdown_cell('x' * 300_000)]
+    nbformat.write(big, str(tmp_path/'big.ipynb'))
+    r = subprocess.run([*tool, str(tmp_path/'clean.ipynb')], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout
+    r = subprocess.run([*tool, str(tmp_path/'clean.ipynb'), str(tmp_path/'with_out.ipynb'), str(tmp_path/'big.ipynb')], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert 'with_out.ipynb: cell(s) [0] carry outputs' in r.stdout and 'big.ipynb: 300 kB, over the 200 kB limit' in r.stdout, r.stdout
+    assert 'clean.ipynb' not in r.stdout.replace('3 notebooks', '')
+    r = subprocess.run(tool, capture_output=True, text=True, cwd=ROOT)  # the repository's own notebooks
+    assert r.returncode == 0, r.stdout

@@ -34,6 +34,7 @@ echo "== sync: notebooks clean, library exported, README generated"
 check nbdev_clean bash -c 'nbdev_clean && test -z "$(git status --porcelain -- nbs)" || { git status --short -- nbs; echo "run nbdev_clean"; false; }'
 check nbdev_export bash -c 'nbdev_export && test -z "$(git status --porcelain -- omni_gspo)" || { git status --short -- omni_gspo; echo "run nbdev_export"; false; }'
 check readme bash -c 'python tools/readme.py && git diff --exit-code -- README.md || { echo "run python tools/readme.py"; false; }'
+check nb_size python tools/check_nb_size.py     # committed notebooks: no outputs, at most 200 kB each
 
 echo "== build the offline tokenizer and tiny models once ($OMNI_GSPO_CACHE)"
 check build_cache python -c "from omni_gspo.model import tiny_model_dir; from omni_gspo.tokenizer import qwen_tokenizer; qwen_tokenizer(); print(tiny_model_dir('small', 300))"
