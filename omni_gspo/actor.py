@@ -6,14 +6,15 @@
 from __future__ import annotations
 import math
 import torch
+from fastcore.basics import patch
 from .algos import agg_loss, kl_loss, opd_loss, policy_loss
 from .config import ConfigError
 from .model import completion_logprobs, lora_modules, module_mode
 
 # %% auto #0
-__all__ = ['loss_kwargs', 'Actor']
+__all__ = ['SUMMED', 'loss_kwargs', 'lr_factor', 'micro_batches', 'Actor', 'merge_micro_metrics']
 
-# %% ../nbs/07_actor.ipynb #8e761946
+# %% ../nbs/07_actor.ipynb #eba16267
 def loss_kwargs(algo)->dict:
     "Keyword arguments of `policy_loss` for `algo`, rejecting keys the chosen loss would ignore."
     name, agg, c = algo.policy_loss, algo.loss_agg_mode, algo.clip_ratio_c
@@ -23,91 +24,182 @@ def loss_kwargs(algo)->dict:
     if c: raise ConfigError(f"algorithm.clip_ratio_c={c} (dual clip) does not apply to policy_loss={name!r}; use policy_loss=vanilla")
     return kw
 
+def lr_factor(kind:str, # 'constant' or 'cosine'
+              warmup:int, # training steps of linear warmup from lr/warmup to lr
+              total:int, # training steps of the run
+              min_ratio:float=0.0, # cosine: the final lr as a fraction of `lr`
+             ):
+    "The learning-rate multiplier as a function of the number of training steps done (for `LambdaLR`)."
+    if kind == 'constant' and min_ratio: raise ConfigError(f"actor.optim.min_lr_ratio={min_ratio} does nothing with lr_scheduler='constant'; use lr_scheduler=cosine")
+    def factor(done:int)->float:
+        if done < warmup: return (done + 1) / warmup
+        if kind == 'constant': return 1.0
+        progress = min(1.0, (done - warmup) / max(1, total - warmup))
+        return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+    return factor
+
+def micro_batches(prompt_lens:list[int], response_lens:list[int], # tokens of each row, padding excluded
+                  budget:int, # tokens per forward: rows × (longest prompt + longest response) of the micro-batch
+                 )->list[list[int]]:
+    "Consecutive groups of row positions whose padded size stays within `budget` (a longer row goes alone)."
+    out, cur, lp, lr = [], [], 0, 0
+    for i, (p, r) in enumerate(zip(prompt_lens, response_lens)):
+        if cur and (len(cur) + 1) * (max(lp, p) + max(lr, r)) > budget: out.append(cur); cur, lp, lr = [], 0, 0
+        cur.append(i); lp, lr = max(lp, p), max(lr, r)
+    return out + ([cur] if cur else [])
+
+# %% ../nbs/07_actor.ipynb #1f4eb1e6
 class Actor:
-    "The trainable policy with its optimizer and the policy update."
+    "The trainable policy with its optimizer, learning-rate schedule and the policy update."
     def __init__(self, model, acfg, algo, adapter, teacher=None,
-                 temperature:float=1.0): # the rollout's sampling temperature (the temperature rule)
+                 temperature:float=1.0, # the rollout's sampling temperature (the temperature rule)
+                 total_steps:int=1, # training steps of the run, for the learning-rate schedule
+                ):
         self.model, self.adapter, self.teacher, self.mini_batch = model, adapter, teacher, acfg.ppo_mini_batch_size
-        self.temperature, self.agg = temperature, algo.loss_agg_mode
+        self.temperature, self.agg, self.token_budget = temperature, algo.loss_agg_mode, acfg.ppo_max_token_len_per_gpu
+        if self.token_budget < 1: raise ConfigError(f"actor.ppo_max_token_len_per_gpu must be >= 1, got {self.token_budget}")
         self.params = [p for p in model.parameters() if p.requires_grad]
         o = acfg.optim
         self.opt = torch.optim.AdamW(self.params, lr=o.lr, weight_decay=o.weight_decay)
+        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lr_factor(o.lr_scheduler, o.warmup_steps, total_steps, o.min_lr_ratio))
         self.grad_clip, self.loss_name, self.loss_kwargs = o.grad_clip, algo.policy_loss, loss_kwargs(algo)
         self.entropy_coeff, self.kl_coef, self.kl_type, self.opd_coef = algo.entropy_coeff, algo.kl_coef, algo.kl_type, algo.opd_coef
         if self.kl_coef > 0 and not lora_modules(model):
             raise ConfigError("algorithm.kl_coef > 0 needs a LoRA policy (model.lora_rank > 0): the reference is the base model with the adapter disabled")
 
-    def _logprobs(self, ro, rows, model=None, with_entropy=False):
-        ids, mask, mm = ro.input_ids[rows], ro.attention_mask[rows], ro.mm_inputs(rows.tolist())
-        model = model or self.model
-        pos = self.adapter.position_ids(model, ids, mask, mm)
-        return completion_logprobs(model, ids, mask, ro.prompt_ids.shape[1], position_ids=pos, with_entropy=with_entropy,
-                                   banned=self.adapter.banned_token_ids(model), temperature=self.temperature, **mm)
+# %% ../nbs/07_actor.ipynb #58dfa74d
+@patch
+def _micro(self:Actor, ro, rows:torch.Tensor)->list[torch.Tensor]:
+    "`rows` split into micro-batches of at most `ppo_max_token_len_per_gpu` padded tokens."
+    P = ro.prompt_ids.shape[1]
+    am = ro.attention_mask[rows]
+    groups = micro_batches(am[:, :P].sum(-1).tolist(), am[:, P:].sum(-1).tolist(), self.token_budget)
+    return [rows[torch.tensor(g, device=rows.device)] for g in groups]
 
-    def _all(self, ro): return torch.arange(ro.response_ids.shape[0], device=ro.response_ids.device)
+@patch
+def _logprobs(self:Actor, ro, rows:torch.Tensor, model=None, with_entropy=False):
+    "Log-probs [len(rows), R] (and entropies) of the rows `rows`, after cutting the padding they all share."
+    P, R = ro.prompt_ids.shape[1], ro.response_ids.shape[1]
+    am = ro.attention_mask[rows]
+    first = int(am[:, :P].any(0).nonzero()[0])                         # left padding common to every row
+    used = am[:, P:].any(0).nonzero()
+    last = int(used[-1]) + 1 if len(used) else 1                       # response columns any row uses
+    ids, am, mm = ro.input_ids[rows][:, first:P + last], am[:, first:P + last], ro.mm_inputs(rows.tolist())
+    model = model or self.model
+    pos = self.adapter.position_ids(model, ids, am, mm)
+    out = completion_logprobs(model, ids, am, P - first, position_ids=pos, with_entropy=with_entropy,
+                              banned=self.adapter.banned_token_ids(model), temperature=self.temperature, **mm)
+    pad = lambda x: torch.nn.functional.pad(x, (0, R - last))
+    return tuple(map(pad, out)) if with_entropy else pad(out)
 
-    @torch.no_grad()
-    def logprobs(self, ro)->torch.Tensor:
-        "Log-probs [N, R] of the rollout's response tokens under the current weights (eval mode: no dropout)."
-        with module_mode(self.model, False): return self._logprobs(ro, self._all(ro)) * ro.response_mask
+@patch
+def _scored(self:Actor, ro, model)->torch.Tensor:
+    "Log-probs [N, R] of every row under `model`, micro-batch by micro-batch, in eval mode, masked."
+    with torch.no_grad(), module_mode(model, False):
+        rows = torch.arange(ro.response_ids.shape[0], device=ro.response_ids.device)
+        return torch.cat([self._logprobs(ro, r, model) for r in self._micro(ro, rows)]) * ro.response_mask
 
-    @torch.no_grad()
-    def reference_logprobs(self, ro)->torch.Tensor:
-        "Log-probs [N, R] under the reference policy: the base model, LoRA adapter disabled."
-        with self.model.disable_adapter(): return self.logprobs(ro)
+@patch
+def logprobs(self:Actor, ro)->torch.Tensor:
+    "Log-probs [N, R] of the rollout's response tokens under the current weights (eval mode: no dropout)."
+    return self._scored(ro, self.model)
 
-    @torch.no_grad()
-    def teacher_logprobs(self, ro)->torch.Tensor:
-        "Log-probs [N, R] of the sampled tokens under the distillation teacher."
-        with module_mode(self.teacher, False): return self._logprobs(ro, self._all(ro), model=self.teacher) * ro.response_mask
+@patch
+def reference_logprobs(self:Actor, ro)->torch.Tensor:
+    "Log-probs [N, R] under the reference policy: the base model, LoRA adapter disabled."
+    with self.model.disable_adapter(): return self._scored(ro, self.model)
 
-    def _nothing_to_learn(self, adv_rows, mask_rows, teacher_logp)->bool:
-        "True when a mini-batch's loss has no gradient: no kept token, or only zero advantages and no other term."
-        if teacher_logp is not None: return False                       # the teacher's signal needs no advantage
-        has_tok = mask_rows.sum(-1) > 0
-        if not bool(has_tok.any()): return True
-        return not (self.entropy_coeff or self.kl_coef) and bool((adv_rows[has_tok] == 0).all())
+@patch
+def teacher_logprobs(self:Actor, ro)->torch.Tensor:
+    "Log-probs [N, R] of the sampled tokens under the distillation teacher."
+    return self._scored(ro, self.teacher)
 
-    def _step(self, ro, rows, adv, old_logp, mask, seq_weights=None, ref_logp=None, teacher_logp=None):
-        "One optimizer step on the responses `rows`; None (and no step at all) when there is nothing to learn."
-        mask = mask[rows]
-        if self._nothing_to_learn(adv[rows], mask, teacher_logp): return None
-        logp, ent = self._logprobs(ro, rows, with_entropy=True)
-        a = adv[rows][:, None].expand_as(logp) if self.loss_name == 'gspo_token' else adv[rows]
-        sw = None if seq_weights is None else seq_weights[rows]
-        loss, m = policy_loss(self.loss_name, logp, old_logp[rows], a, mask, seq_weights=sw, **self.loss_kwargs)
-        m['actor/pg_loss'] = loss.item()
-        entropy = agg_loss(ent, mask, self.agg)
-        m['actor/entropy'] = entropy.item()
-        if self.entropy_coeff: loss = loss - self.entropy_coeff * entropy
-        if ref_logp is not None:
-            kl, km = kl_loss(logp, ref_logp[rows], mask, self.kl_coef, self.kl_type, loss_agg_mode=self.agg); loss = loss + kl; m |= km
-        if teacher_logp is not None:
-            d, dm = opd_loss(logp, old_logp[rows], teacher_logp[rows], ro.response_mask[rows]); loss = loss + self.opd_coef * d; m |= dm
+# %% ../nbs/07_actor.ipynb #6075529b
+SUMMED = ('actor/pg_loss', 'actor/entropy', 'actor/kl_loss', 'actor/loss', 'distillation/pg_loss')
+
+def merge_micro_metrics(ms:list[dict], weights:list[float])->dict:
+    "One mini-batch's metrics from its micro-batches': losses add up (mini-batch divisors), extremes stay extremes, the rest are token-weighted means."
+    w = weights if sum(weights) > 0 else [1.0] * len(ms)
+    def merge(k, vs):
+        if k in SUMMED: return sum(vs)
+        if k.endswith('_min'): return min(vs)
+        if k.endswith('_max'): return max(vs)
+        return sum(v * x for v, x in zip(vs, w)) / sum(w)
+    return {k: merge(k, [m[k] for m in ms]) for k in ms[0]}
+
+@patch
+def _nothing_to_learn(self:Actor, adv_rows, mask_rows, teacher_logp)->bool:
+    "True when a mini-batch's loss has no gradient: no kept token, or only zero advantages and no other term."
+    if teacher_logp is not None: return False                       # the teacher's signal needs no advantage
+    has_tok = mask_rows.sum(-1) > 0
+    if not bool(has_tok.any()): return True
+    return not (self.entropy_coeff or self.kl_coef) and bool((adv_rows[has_tok] == 0).all())
+
+def _divisors(mask)->dict:
+    "Mini-batch divisors of `agg_loss`: responses with a token, and tokens."
+    return dict(num_seqs=(mask.sum(-1) > 0).sum().clamp(min=1).item(), num_tokens=mask.sum().clamp(min=1).item())
+
+@patch
+def _micro_loss(self:Actor, ro, rows, adv, old_logp, mask, div, seq_weights, ref_logp, teacher_logp, opd_div)->tuple[torch.Tensor, dict]:
+    "The loss of one micro-batch, scaled by the whole mini-batch's divisors `div`, and its metrics."
+    logp, ent = self._logprobs(ro, rows, with_entropy=True)
+    a = adv[rows][:, None].expand_as(logp) if self.loss_name == 'gspo_token' else adv[rows]
+    sw = None if seq_weights is None else seq_weights[rows]
+    pdiv = div if self.loss_name == 'vanilla' else {'num_seqs': div['num_seqs']}
+    loss, m = policy_loss(self.loss_name, logp, old_logp[rows], a, mask, seq_weights=sw, **pdiv, **self.loss_kwargs)
+    m['actor/pg_loss'] = loss.item()
+    entropy = agg_loss(ent, mask, self.agg, **div)
+    m['actor/entropy'] = entropy.item()
+    if self.entropy_coeff: loss = loss - self.entropy_coeff * entropy
+    if ref_logp is not None:
+        kl, km = kl_loss(logp, ref_logp[rows], mask, self.kl_coef, self.kl_type, loss_agg_mode=self.agg, **div); loss = loss + kl; m |= km
+    if teacher_logp is not None:
+        d, dm = opd_loss(logp, old_logp[rows], teacher_logp[rows], ro.response_mask[rows], **opd_div); loss = loss + self.opd_coef * d; m |= dm
+    return loss, m | {'actor/loss': loss.item()}
+
+@patch
+def _accumulate(self:Actor, ro, rows, adv, old_logp, mask, seq_weights=None, ref_logp=None, teacher_logp=None)->dict:
+    "Backward of the mini-batch `rows`, micro-batch by micro-batch: the gradients add up to the mini-batch's; its metrics."
+    div, opd_div = _divisors(mask[rows]), _divisors(ro.response_mask[rows])
+    ms, weights = [], []
+    for r in self._micro(ro, rows):
+        loss, m = self._micro_loss(ro, r, adv, old_logp, mask[r], div, seq_weights, ref_logp, teacher_logp, opd_div)
         loss.backward()
-        norm = torch.nn.utils.clip_grad_norm_(self.params, self.grad_clip).item()
-        if math.isfinite(norm): self.opt.step()
-        self.opt.zero_grad(set_to_none=True)
-        return m | {'actor/loss': loss.item(), 'actor/grad_norm': norm, 'actor/skipped_updates': float(not math.isfinite(norm))}
+        ms.append(m); weights.append(float(ro.response_mask[r].sum()))
+    return merge_micro_metrics(ms, weights) | {'actor/micro_batches': float(len(ms))}
 
-    def update(self, ro, advantages:torch.Tensor, # [N] one per response
-               old_logp:torch.Tensor, # [N, R] from `logprobs` before the update
-               n:int, # responses per prompt
-               seq_weights:torch.Tensor|None=None, # [N] rollout-correction weights, if any
-               keep:torch.Tensor|None=None, # [N] bool: responses to train on (default all)
-              )->dict:
-        "One optimizer step per mini-batch of `ppo_mini_batch_size` prompts; metrics averaged over the steps taken."
-        ref = self.reference_logprobs(ro) if self.kl_coef > 0 else None
-        teacher = self.teacher_logprobs(ro) if self.teacher is not None else None
-        mask = ro.response_mask if keep is None else ro.response_mask * keep[:, None].to(ro.response_mask.dtype)
-        rows_per_mb, N = self.mini_batch * n, ro.response_ids.shape[0]
-        with module_mode(self.model, True):
-            ms = [self._step(ro, torch.arange(s, min(s + rows_per_mb, N), device=mask.device), advantages, old_logp, mask, seq_weights, ref, teacher)
-                  for s in range(0, N, rows_per_mb)]
-        taken = [m for m in ms if m is not None]
-        out = {k: sum(m[k] for m in taken) / len(taken) for k in taken[0]} if taken else {}
-        out['actor/skipped_updates'] = sum(m['actor/skipped_updates'] for m in taken)
-        out['actor/empty_updates'] = len(ms) - len(taken)
-        out['actor/updates'] = len(taken)
-        out['actor/lr'] = self.opt.param_groups[0]['lr']
-        return out
+@patch
+def _step(self:Actor, ro, rows, adv, old_logp, mask, seq_weights=None, ref_logp=None, teacher_logp=None):
+    "One optimizer step on the responses `rows`; None (and no step at all) when there is nothing to learn."
+    if self._nothing_to_learn(adv[rows], mask[rows], teacher_logp): return None
+    m = self._accumulate(ro, rows, adv, old_logp, mask, seq_weights, ref_logp, teacher_logp)
+    norm = torch.nn.utils.clip_grad_norm_(self.params, self.grad_clip).item()
+    if math.isfinite(norm): self.opt.step()
+    self.opt.zero_grad(set_to_none=True)
+    return m | {'actor/grad_norm': norm, 'actor/skipped_updates': float(not math.isfinite(norm))}
+
+# %% ../nbs/07_actor.ipynb #bdbbc5b5
+@patch
+def update(self:Actor, ro, advantages:torch.Tensor, # [N] one per response
+           old_logp:torch.Tensor, # [N, R] from `logprobs` before the update
+           n:int, # responses per prompt
+           seq_weights:torch.Tensor|None=None, # [N] rollout-correction weights, if any
+           keep:torch.Tensor|None=None, # [N] bool: responses to train on (default all)
+          )->dict:
+    "One optimizer step per mini-batch of `ppo_mini_batch_size` prompts, then one step of the lr schedule; metrics averaged over the steps taken."
+    ref = self.reference_logprobs(ro) if self.kl_coef > 0 else None
+    teacher = self.teacher_logprobs(ro) if self.teacher is not None else None
+    mask = ro.response_mask if keep is None else ro.response_mask * keep[:, None].to(ro.response_mask.dtype)
+    rows_per_mb, N = self.mini_batch * n, ro.response_ids.shape[0]
+    lr = self.opt.param_groups[0]['lr']
+    with module_mode(self.model, True):
+        ms = [self._step(ro, torch.arange(s, min(s + rows_per_mb, N), device=mask.device), advantages, old_logp, mask, seq_weights, ref, teacher)
+              for s in range(0, N, rows_per_mb)]
+    self.sched.step()
+    taken = [m for m in ms if m is not None]
+    out = {k: sum(m[k] for m in taken) / len(taken) for k in taken[0]} if taken else {}
+    out['actor/skipped_updates'] = sum(m['actor/skipped_updates'] for m in taken)
+    out['actor/empty_updates'] = len(ms) - len(taken)
+    out['actor/updates'] = len(taken)
+    out['actor/lr'] = lr
+    return out

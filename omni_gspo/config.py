@@ -65,12 +65,16 @@ class OptimConfig(Section):
     lr: float = 2e-3
     weight_decay: float = 0.01
     grad_clip: float = 1.0          # max global grad norm; a non-finite norm skips the update
+    lr_scheduler: str = choice('constant', 'cosine')  # after the warmup: constant, or cosine decay to min_lr_ratio · lr at the last step
+    warmup_steps: int = 0           # training steps of linear warmup
+    min_lr_ratio: float = 0.0       # cosine only: the final learning rate as a fraction of lr
 
 @dataclass(eq=False, repr=False)
 class ActorConfig(Section):
     "The policy update: optimizer and mini-batching."
     optim: OptimConfig = field(default_factory=OptimConfig)
     ppo_mini_batch_size: int = 4    # prompts per optimizer step; train_batch_size / this = updates per step
+    ppo_max_token_len_per_gpu: int = 16384 # tokens per forward (rows × padded length); a mini-batch is split into micro-batches within it
 
 @dataclass(eq=False, repr=False)
 class RolloutConfig(Section):

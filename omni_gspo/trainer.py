@@ -61,7 +61,7 @@ def _training_state(model, opt)->dict:
     msd, osd = get_state_dict(model, opt, options=_TRAINED)
     return {'model': msd, 'optim': osd}
 
-def save_checkpoint(out:Path, step:int, model, opt, keep:int=2)->Path:
+def save_checkpoint(out:Path, step:int, model, opt, keep:int=2, sched=None)->Path:
     "Write `checkpoints/step_{step}` atomically; keep the newest `keep` checkpoints."
     dest = out/'checkpoints'/f'step_{step}'
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -70,7 +70,8 @@ def save_checkpoint(out:Path, step:int, model, opt, keep:int=2)->Path:
         state = _training_state(model, opt)
         dcp.save(state, checkpoint_id=tmp)
         if lora_modules(model): model.save_pretrained(tmp)
-        torch.save({'torch': torch.get_rng_state(), 'python': random.getstate()}, tmp/'rng.pt')
+        torch.save({'torch_rng': torch.get_rng_state(), 'python_rng': random.getstate(),
+                    'scheduler': sched.state_dict() if sched else None}, tmp/'train_state.pt')
         (tmp/'state.json').write_text(json.dumps({'step': step, 'trainable_tensors': len(state['model'])}))
         if dest.exists(): shutil.rmtree(dest)
         tmp.rename(dest)
@@ -78,8 +79,8 @@ def save_checkpoint(out:Path, step:int, model, opt, keep:int=2)->Path:
     for _, old in list_checkpoints(out)[:-keep]: shutil.rmtree(old)
     return dest
 
-def load_checkpoint(path:Path, model, opt)->int:
-    "Restore the trainable tensors, the optimizer and the RNG state from `path`, bit for bit; return its step."
+def load_checkpoint(path:Path, model, opt, sched=None)->int:
+    "Restore the trainable tensors, the optimizer, the lr schedule and the RNG state from `path`, bit for bit; return its step."
     state = _training_state(model, opt)
     saved = dcp.FileSystemReader(path).read_metadata().state_dict_metadata
     missing = [k for k in state['model'] if f'model.{k}' not in saved]
@@ -88,8 +89,9 @@ def load_checkpoint(path:Path, model, opt)->int:
     dcp.load(state, checkpoint_id=path)
     set_state_dict(model, opt, model_state_dict=state['model'], optim_state_dict=state['optim'],
                    options=StateDictOptions(ignore_frozen_params=True, strict=False))   # frozen weights: from the base
-    rng = torch.load(path/'rng.pt', weights_only=False)
-    torch.set_rng_state(rng['torch']); random.setstate(rng['python'])
+    st = torch.load(path/'train_state.pt', weights_only=False)
+    torch.set_rng_state(st['torch_rng']); random.setstate(st['python_rng'])
+    if sched: sched.load_state_dict(st['scheduler'])
     return json.loads((path/'state.json').read_text())['step']
 
 # %% ../nbs/09_trainer.ipynb #b631be02
@@ -259,8 +261,8 @@ def train(cfg:Config, log=print)->RunResult:
     log(f"model: {type(model.get_base_model() if adapted else model).__name__}, {sum(p.numel() for p in model.parameters())/1e6:.2f}M params, "
         f"{what} ({n_train/1e3:.1f}k trainable) on {device}")
     teacher = load_teacher(cfg.algorithm.opd_teacher, cfg.model, device, log)
-    actor = Actor(model, cfg.actor, cfg.algorithm, adapter, teacher, temperature=cfg.rollout.temperature)
-    start = load_checkpoint(resume_from, model, actor.opt) + 1 if resume_from else 1
+    actor = Actor(model, cfg.actor, cfg.algorithm, adapter, teacher, temperature=cfg.rollout.temperature, total_steps=total)
+    start = load_checkpoint(resume_from, model, actor.opt, actor.sched) + 1 if resume_from else 1
     engine = make_engine(model, tok, adapter, processor, cfg)
     metrics_path, ck = out/'metrics.jsonl', resume_from
     trim_metrics(metrics_path, start - 1) if resume_from else metrics_path.unlink(missing_ok=True)
@@ -275,7 +277,7 @@ def train(cfg:Config, log=print)->RunResult:
             if tc.test_freq and (step % tc.test_freq == 0 or step == total): m |= validate(engine, tok, val_ps, cfg.reward)
             m['perf/max_memory_gb'] = peak_memory_gb(device)
             loggers.log(m, step)
-            if step % tc.save_freq == 0 or step == total: ck = save_checkpoint(out, step, model, actor.opt, tc.keep_checkpoints)
+            if step % tc.save_freq == 0 or step == total: ck = save_checkpoint(out, step, model, actor.opt, tc.keep_checkpoints, actor.sched)
             bar.set_postfix(reward=f"{m['reward/mean']:.3f}", loss=f"{m.get('actor/pg_loss', float('nan')):.2e}")
             for t, r in list(zip(texts, rewards))[:lc.print_samples]: tqdm.write(f"[step {step}] reward={r:.2f} | {t[:200]!r}")
     finally: bar.close(); loggers.close(); engine.close()   # also when a step fails: files are complete, the engine's memory is released

@@ -11,6 +11,13 @@ ROOT = Path(__file__).resolve().parent.parent
 CLI = str(Path(sys.executable).with_name('omni-gspo'))
 
 
+def only_run(runs):
+    "The one run folder a recipe made under `runs` (each run gets a fresh folder named by its start time)."
+    dirs = [d for d in runs.iterdir() if d.is_dir()]
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
 def run_cli(*args, cwd):
     return subprocess.run([CLI, *args], cwd=cwd, capture_output=True, text=True, timeout=900)
 
@@ -75,9 +82,9 @@ def test_papermill_train_gsm8k_defaults(tmp_path):
                         progress_bar=False)
     nb = json.loads(out.read_text())
     assert not nb['metadata']['papermill'].get('exception')
-    rows = [json.loads(l) for l in (tmp_path/'runs'/'gsm8k'/'metrics.jsonl').read_text().splitlines()]
+    rows = [json.loads(l) for l in (only_run(tmp_path/'runs'/'gsm8k')/'metrics.jsonl').read_text().splitlines()]
     assert [x['training/global_step'] for x in rows] == [1, 2, 3, 4]      # the notebook's default max_steps
-    assert (tmp_path/'runs'/'gsm8k'/'metrics.html').exists()
+    assert (only_run(tmp_path/'runs'/'gsm8k')/'metrics.html').exists()
 
 
 @pytest.mark.parametrize('recipe,source', [('mmk12', 'mmk12'), ('avqa', 'avqa_r1_6k')])
@@ -85,7 +92,7 @@ def test_papermill_multimodal_recipes_defaults(tmp_path, recipe, source):
     out = tmp_path/'out.ipynb'
     pm.execute_notebook(str(ROOT/'nbs'/f'train_{recipe}.ipynb'), str(out), cwd=str(tmp_path), kernel_name='python3',
                         progress_bar=False)
-    rows = [json.loads(l) for l in (tmp_path/'runs'/recipe/'metrics.jsonl').read_text().splitlines()]
+    rows = [json.loads(l) for l in (only_run(tmp_path/'runs'/recipe)/'metrics.jsonl').read_text().splitlines()]
     assert [x['training/global_step'] for x in rows] == [1, 2, 3, 4]
     assert f'val-core/{source}/reward/mean@1' in rows[-1]
     widgets = json.dumps(json.loads(out.read_text())['metadata']['widgets'])   # the browser's state, saved with the run record
@@ -97,10 +104,10 @@ def test_papermill_mmk12_opd_defaults(tmp_path):
     out = tmp_path/'out.ipynb'
     pm.execute_notebook(str(ROOT/'nbs'/'train_mmk12_opd.ipynb'), str(out), cwd=str(tmp_path), kernel_name='python3',
                         progress_bar=False)
-    rows = [json.loads(l) for l in (tmp_path/'runs'/'mmk12_opd'/'metrics.jsonl').read_text().splitlines()]
+    rows = [json.loads(l) for l in (only_run(tmp_path/'runs'/'mmk12_opd')/'metrics.jsonl').read_text().splitlines()]
     assert [x['training/global_step'] for x in rows] == [1, 2, 3, 4]
     assert all(x['distillation/abs_loss'] > 0 for x in rows)          # the noised student differs from its teacher
-    cfg = json.loads((tmp_path/'runs'/'mmk12_opd'/'config.json').read_text())
+    cfg = json.loads((only_run(tmp_path/'runs'/'mmk12_opd')/'config.json').read_text())
     assert cfg['algorithm']['opd_teacher'] and 'noised-' in cfg['model']['path']
 
 
