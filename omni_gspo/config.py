@@ -49,7 +49,7 @@ class DataConfig(Section):
 @dataclass(eq=False, repr=False)
 class ModelConfig(Section):
     "The policy: which weights, which dtype, and its LoRA adapter."
-    path: str = ''                  # local HF checkpoint; '' = tiny thinker (small vocab), 'tiny-qwen' = tiny thinker with the real Qwen tokenizer
+    path: str = ''                  # local HF checkpoint; '' = tiny thinker (small vocab), 'tiny-qwen' = tiny thinker with the real Qwen tokenizer, 'tiny-omni' = tiny thinker warm-started on all three answer formats
     dtype: str = choice('float32', 'bfloat16', 'float16')
     lora_rank: int = 8              # 0 = full-parameter training
     lora_alpha: int = 16
@@ -231,7 +231,7 @@ def check_key(key:str):
     raise ConfigError(f"unknown config key '{key}'" + (f"; did you mean {', '.join(repr(h) for h in hint)}?" if hint else ''))
 
 # %% ../nbs/00_config.ipynb #ff35ace7
-_MM = {'data.max_prompt_length': 1024, 'data.generated_train_size': 128, 'data.generated_val_size': 8,
+_MM = {'model.path': 'tiny-omni', 'data.max_prompt_length': 1024, 'data.generated_train_size': 128, 'data.generated_val_size': 8,
        'data.train_batch_size': 4, 'actor.ppo_mini_batch_size': 2, 'rollout.n': 4, 'rollout.response_length': 32,
        'trainer.max_steps': 4, 'trainer.test_freq': 4, 'trainer.save_freq': 4}
 RECIPES = {

@@ -4,7 +4,7 @@
 
 # %% ../nbs/03_model.ipynb #33bbe0ce
 from __future__ import annotations
-import json, math, random
+import json, math, random, re, tempfile
 from contextlib import contextmanager
 from pathlib import Path
 import torch
@@ -17,11 +17,14 @@ from peft.tuners.lora import LoraLayer
 from peft.utils.error import NoMatchingPeftModuleError
 from .tokenizer import CHAT_TEMPLATE, QWEN3_OMNI_VOCAB_SIZE, build_once, omni_processor, qwen_tokenizer, small_tokenizer
 from .data import GSM8K_INSTRUCTION, gsm8k_examples, make_gsm8k_rows
+from .sources import avqa_records, mmk12_records
+from .mmk12 import mmk12_row
+from .avqa import avqa_row
 from .config import ConfigError
 
 # %% auto #0
-__all__ = ['TINY_KINDS', 'DTYPES', 'ADAPTERS', 'ENCODER_PATTERN', 'token_ids', 'tiny_thinker_config', 'warm_start',
-           'tiny_model_dir', 'CausalLMAdapter', 'ThinkerAdapter', 'register_adapter', 'adapter_for',
+__all__ = ['TINY_KINDS', 'DTYPES', 'ADAPTERS', 'ENCODER_PATTERN', 'token_ids', 'tiny_thinker_config', 'gsm8k_pairs', 'warm_start',
+           'multimodal_pairs', 'tiny_model_dir', 'CausalLMAdapter', 'ThinkerAdapter', 'register_adapter', 'adapter_for',
            'resolve_model_path', 'load_tokenizer', 'load_model', 'load_policy', 'noised_copy', 'lora_modules',
            'apply_lora', 'configure_trainable', 'module_mode', 'hidden_states_only', 'completion_logprobs']
 
@@ -54,17 +57,21 @@ def tiny_thinker_config(tok, # tokenizer whose ids the model uses
                                      position_id_per_seconds=13, seconds_per_chunk=2, **token_ids(tok))
 
 # %% ../nbs/03_model.ipynb #f6943b8b
-def warm_start(model, tok, rows:list[dict], # gsm8k-format rows to imitate
+def gsm8k_pairs(rows:list[dict])->list[tuple[list[dict], str]]:
+    "(chat messages, target answer) pairs of gsm8k-format rows."
+    return [(e.messages, r['answer']) for e, r in zip(gsm8k_examples(rows, 'warm-start rows'), rows)]
+
+def warm_start(model, tok, pairs:list[tuple[list[dict], str]], # (chat messages, answer to imitate)
                steps:int, batch_size:int=16, lr:float=3e-3, seed:int=0):
-    "Teach `model` the answer format with `steps` supervised AdamW steps on `rows` (in place)."
-    exs = gsm8k_examples(rows, 'warm-start rows')
+    "Teach `model` the answer formats with `steps` supervised AdamW steps on `pairs` (in place)."
     r, opt = random.Random(seed), torch.optim.AdamW(model.parameters(), lr=lr)
     model.train()
     for _ in range(steps):
         seqs, labels = [], []
-        for i in r.sample(range(len(exs)), batch_size):
-            p = tok.apply_chat_template(exs[i].messages, add_generation_prompt=True, tokenize=True, return_dict=False)
-            a = tok(rows[i]['answer'])['input_ids'] + [tok.eos_token_id]
+        for i in r.sample(range(len(pairs)), batch_size):
+            msgs, answer = pairs[i]
+            p = tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True, return_dict=False)
+            a = tok(answer)['input_ids'] + [tok.eos_token_id]
             seqs.append(list(p) + a); labels.append([-100] * len(p) + a)
         L = max(map(len, seqs))
         ids = torch.tensor([s + [tok.pad_token_id] * (L - len(s)) for s in seqs])
@@ -75,21 +82,36 @@ def warm_start(model, tok, rows:list[dict], # gsm8k-format rows to imitate
     return loss.item()
 
 # %% ../nbs/03_model.ipynb #36da2a36
-TINY_KINDS = {'': 'small', 'tiny': 'small', 'tiny-qwen': 'qwen'}
+TINY_KINDS = {'': 'small', 'tiny': 'small', 'tiny-qwen': 'qwen', 'tiny-omni': 'omni'}
+_MEDIA_PLACEHOLDER = re.compile(r'<(image|audio)>\n?')
 
-def _tiny_tokenizer(kind):
+def _text_only(messages:list[dict])->list[dict]:
+    "A converted RL prompt with its `<image>`/`<audio>` placeholders removed: the instructions, as text."
+    return [{'role': m['role'], 'content': _MEDIA_PLACEHOLDER.sub('', m['content'])} for m in messages]
+
+def multimodal_pairs(n:int, seed:int=777)->list[tuple[list[dict], str]]:
+    "Warm-start pairs in the MMK12 and AVQA answer formats, `n` of each, from the generated sources (text only)."
+    mm = [mmk12_row(rec, i, 'train', verify_images=False) for i, rec in enumerate(mmk12_records('train', n, seed))]
+    with tempfile.TemporaryDirectory() as d:
+        av = [avqa_row(rec, i, 'train', d) for i, rec in enumerate(avqa_records(d, 'train', n, seed, speech=False))]
+    return ([(_text_only(r['prompt']), f"<think>Read the image.</think><answer>$\\boxed{{{r['reward_model']['ground_truth']}}}$</answer>") for r in mm] +
+            [(_text_only(r['prompt']), f"<think>Let me think.</think>{r['reward_model']['ground_truth']}") for r in av])
+
+def _tiny_tokenizer(kind, extra:list[str]):
     if kind == 'qwen': return qwen_tokenizer()
     corpus = [r['question'] + ' ' + r['answer'] for r in make_gsm8k_rows(2000, seed=12345)]
-    return small_tokenizer(corpus + [GSM8K_INSTRUCTION, 'system user assistant'])
+    return small_tokenizer(corpus + extra + [GSM8K_INSTRUCTION, 'system user assistant'])
 
-def tiny_model_dir(kind:str='small', # 'small' or 'qwen' vocabulary
+def tiny_model_dir(kind:str='small', # 'small', 'qwen' (real vocabulary) or 'omni' (small, also the MMK12/AVQA formats)
                    warm_start_steps:int=100)->Path:
     "Folder holding a (cached) tiny thinker and its tokenizer."
     def build(d):
-        tok = _tiny_tokenizer(kind)
+        mm = multimodal_pairs(500) if kind == 'omni' else []
+        tok = _tiny_tokenizer(kind, [m['content'] for p, _ in mm[::10] for m in p] + [a for _, a in mm[::10]])   # their words in the vocabulary
+        pairs = gsm8k_pairs(make_gsm8k_rows(2000, seed=777)) + mm
         torch.manual_seed(0)
         model = Qwen3OmniMoeThinkerForConditionalGeneration(tiny_thinker_config(tok))
-        if warm_start_steps: warm_start(model, tok, make_gsm8k_rows(2000, seed=777), warm_start_steps)
+        if warm_start_steps: warm_start(model, tok, pairs, warm_start_steps)
         model.save_pretrained(d); tok.save_pretrained(d)
     return build_once(f'tiny-thinker-{kind}-ws{warm_start_steps}-v2', build)
 

@@ -16,9 +16,9 @@ check() { # name, command...: one pass or one failure
   else failed=$((failed+1)); echo "FAIL $name"; tail -30 ".ci/logs/$name.log"; fi
 }
 
-echo "== system packages (espeak-ng speaks the generated AVQA questions; without it they are tones)"
-if ! command -v espeak-ng >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
-  { apt-get update -qq && apt-get install -y -qq espeak-ng; } > .ci/logs/apt.log 2>&1 || echo "espeak-ng not installed (see .ci/logs/apt.log); tones will be used"
+echo "== system packages (espeak-ng speaks the generated AVQA questions, else they are tones; chromium runs tests/test_browser.py)"
+if ! { command -v espeak-ng && command -v chromium; } >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+  { apt-get update -qq && apt-get install -y -qq espeak-ng chromium; } > .ci/logs/apt.log 2>&1 || echo "espeak-ng or chromium not installed (see .ci/logs/apt.log)"
 fi
 
 echo "== install into $VENV (the project, its dev tools, and vLLM for CPUs)"
@@ -37,7 +37,7 @@ check readme bash -c 'python tools/readme.py && git diff --exit-code -- README.m
 check nb_size python tools/check_nb_size.py     # committed notebooks: no outputs, at most 200 kB each
 
 echo "== build the offline tokenizer and tiny models once ($OMNI_GSPO_CACHE)"
-check build_cache python -c "from omni_gspo.model import tiny_model_dir; from omni_gspo.tokenizer import qwen_tokenizer; qwen_tokenizer(); print(tiny_model_dir('small', 300))"
+check build_cache python -c "from omni_gspo.model import tiny_model_dir; from omni_gspo.tokenizer import qwen_tokenizer; qwen_tokenizer(); print(tiny_model_dir('small', 300), tiny_model_dir('omni', 300))"
 
 echo "== notebooks"
 python tools/nbtest.py --n_workers 2 --flags "${NB_FLAGS:-}" 2>&1 | tee .ci/logs/notebooks.log
