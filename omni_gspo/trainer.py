@@ -12,7 +12,7 @@ import torch
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
 from tqdm.auto import tqdm
-from .config import Config, ConfigError, config_dict, save_config
+from .config import Config, ConfigError, VLLMConfig, config_dict, save_config
 from .data import batch_indices, encode_prompts, steps_per_epoch
 from .media import encode_examples, load_split
 from .platform import peak_memory_gb, torch_device
@@ -47,6 +47,9 @@ def check_config(cfg:Config):
               (cfg.trainer.max_steps >= 0 and cfg.trainer.total_epochs >= 1, 'trainer.max_steps must be >= 0 and trainer.total_epochs >= 1')]
     for ok, msg in checks:
         if not ok: raise ConfigError(msg)
+    if r.engine == 'hf':   # the vLLM section is read by the vLLM engines only: setting it for hf would do nothing
+        changed = [k for k, default in config_dict(VLLMConfig()).items() if getattr(r.vllm, k) != default]
+        if changed: raise ConfigError(f"rollout.vllm.{changed[0]} is set, but rollout.engine='hf' does not use vLLM; set rollout.engine=vllm or drop the key")
 
 # %% ../nbs/09_trainer.ipynb #b12f4711
 def list_checkpoints(out:Path)->list[tuple[int, Path]]:
@@ -146,7 +149,8 @@ def make_engine(model, tok, adapter, processor, cfg):
     if name == 'hf': return HFEngine(model, tok, rc, banned)
     from omni_gspo import vllm_engine
     cls = vllm_engine.VLLMEngine if name == 'vllm' else vllm_engine.VLLMOmniEngine
-    return cls(model, tok, rc, processor=processor, banned=banned, max_model_len=cfg.data.max_prompt_length + rc.response_length, seed=cfg.trainer.seed)
+    return cls(model, tok, rc, processor=processor, banned=banned, max_model_len=cfg.data.max_prompt_length + rc.response_length,
+               seed=cfg.trainer.seed, **vllm_engine.vllm_settings(rc.vllm))
 
 def check_parity(par:dict, min_pearson:float, step:int):
     "Stop the run when rollout and actor disagree: the engine is sampling from weights the actor no longer has."

@@ -11,12 +11,13 @@ import torch
 from transformers import Qwen3Config, Qwen3OmniMoeConfig, Qwen3OmniMoeThinkerForConditionalGeneration
 from .media import SAMPLE_RATE
 from .rollout import Rollout, left_pad
+from .config import ConfigError
 
 # %% auto #0
 __all__ = ['MEDIA_PADS', 'THINKER_ARCH', 'EXPERT_KEY', 'OMNI_THINKER_PIPELINE', 'VISIBLE_DEVICE_VARS', 'media_pad_ids',
            'dedup_pads', 'prompt_media', 'build_request', 'base_model', 'is_thinker', 'policy_state_dict',
            'vllm_thinker_config', 'vllm_processor', 'export_for_vllm', 'tiny_causal_lm_config', 'write_cpu_moe_experts',
-           'load_weights_on_worker', 'VLLMEngine', 'sync_ok', 'visible_devices', 'omni_deploy_config',
+           'load_weights_on_worker', 'VLLMEngine', 'vllm_settings', 'sync_ok', 'visible_devices', 'omni_deploy_config',
            'write_deploy_config', 'omni_engine_args', 'VLLMOmniEngine']
 
 # %% ../nbs/06a_vllm.ipynb #02106c37
@@ -206,12 +207,12 @@ class VLLMEngine:
         self.moe_expert_fix = current_platform.is_cpu() and self.thinker if moe_expert_fix is None else moe_expert_fix
         self._own_workdir, self.workdir = workdir is None, Path(workdir or tempfile.mkdtemp(prefix='omni_gspo_vllm_'))
         folder = export_for_vllm(model, tok, self.workdir/'policy', processor, weights=False)
-        kw = dict(dtype=dtype or next(model.parameters()).dtype, max_model_len=max_model_len, seed=seed, enforce_eager=True,
+        kw = dict(dtype=dtype or next(model.parameters()).dtype, max_model_len=max_model_len, seed=seed, enforce_eager=current_platform.is_cpu(),
                   load_format='dummy', logprobs_mode='processed_logprobs', generation_config='vllm',
                   enable_sleep_mode=current_platform.is_sleep_mode_available())
         if self.thinker: kw['limit_mm_per_prompt'] = {'image': 4, 'audio': 4, 'video': 0}
         # seeded requests must not be split by chunked prefill on CPU ("CPU Generator does not use offset")
-        if current_platform.is_cpu(): kw['max_num_batched_tokens'] = 1 << 16
+        if current_platform.is_cpu(): kw['max_num_batched_tokens'] = 1 << 16   # overridable through llm_kwargs
         if lora_sync == 'adapter':
             kw.update(enable_lora=True, max_loras=1, max_lora_rank=max(c.r for c in model.peft_config.values()))
         self.llm = self._make_llm(folder, kw | llm_kwargs)
@@ -329,6 +330,20 @@ class VLLMEngine:
         self.llm.llm_engine.engine_core.shutdown()
         del self.llm
         if self._own_workdir: shutil.rmtree(self.workdir, ignore_errors=True)
+
+# %% ../nbs/06a_vllm.ipynb #bf981e26
+def vllm_settings(vcfg, # the `rollout.vllm` config section
+                  cuda:bool|None=None, # a GPU run (default: whether torch sees CUDA)
+                 )->dict:
+    "`VLLMEngine` keyword arguments from the `rollout.vllm` config section."
+    cuda = torch.cuda.is_available() if cuda is None else cuda
+    if vcfg.cuda_graphs == 'on' and not cuda: raise ConfigError("rollout.vllm.cuda_graphs='on' needs a GPU; use 'auto' (eager on CPU)")
+    if not 0 < vcfg.gpu_memory_utilization <= 1: raise ConfigError(f"rollout.vllm.gpu_memory_utilization must be in (0, 1], got {vcfg.gpu_memory_utilization}")
+    kw = dict(lora_sync=vcfg.lora_sync, moe_expert_fix={'auto': None, 'direct': True, 'vllm': False}[vcfg.moe_expert_path],
+              enforce_eager=not cuda or vcfg.cuda_graphs == 'off', max_num_seqs=vcfg.max_num_seqs)
+    if cuda: kw['gpu_memory_utilization'] = vcfg.gpu_memory_utilization
+    if vcfg.max_num_batched_tokens: kw['max_num_batched_tokens'] = vcfg.max_num_batched_tokens
+    return kw
 
 # %% ../nbs/06a_vllm.ipynb #1bd57d0d
 def sync_ok(parity:dict, # from `omni_gspo.rollout.rollout_parity`

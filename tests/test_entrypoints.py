@@ -39,7 +39,7 @@ def test_cli_train_short_run(tmp_path):
 def test_cli_train_with_vllm_engine(tmp_path, recipe):
     r = run_cli('train', f'recipe={recipe}', 'rollout.engine=vllm', 'trainer.max_steps=2', 'trainer.test_freq=2',
                 'data.train_batch_size=4', 'actor.ppo_mini_batch_size=2', 'rollout.n=4', 'logging.progress_bar=false',
-                'trainer.output_dir=run', cwd=tmp_path)
+                'rollout.vllm.max_num_seqs=16', 'trainer.output_dir=run', cwd=tmp_path)   # the engine reads its config section
     assert r.returncode == 0, r.stderr[-3000:]
     rows = [json.loads(l) for l in (tmp_path/'run'/'metrics.jsonl').read_text().splitlines()]
     assert [x['training/global_step'] for x in rows] == [1, 2]
