@@ -4,7 +4,8 @@
 
 # %% ../nbs/00_config.ipynb #14a080a9
 from __future__ import annotations
-import dataclasses, difflib, json, os, tempfile, typing
+import dataclasses, difflib, json, os, shutil, tempfile, typing
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -13,7 +14,8 @@ __all__ = ['RECIPES', 'DEPENDENT_DEFAULTS', 'ConfigError', 'Section', 'choice', 
            'ActorConfig', 'VLLMConfig', 'RolloutConfig', 'AlgorithmConfig', 'RewardConfig', 'TrainerConfig',
            'LoggingConfig', 'HardwareConfig', 'Config', 'config_dict', 'leaf_keys', 'parse_value', 'parse_overrides',
            'close_keys', 'check_key', 'recipe_overrides', 'set_key', 'get_key', 'apply_dependent_defaults',
-           'build_config', 'format_config', 'atomic_write_text', 'save_config', 'load_config', 'unread_keys']
+           'build_config', 'format_config', 'atomic_path', 'atomic_dir', 'atomic_write_text', 'save_config',
+           'load_config', 'unread_keys']
 
 # %% ../nbs/00_config.ipynb #51e4d31e
 class ConfigError(ValueError):
@@ -314,15 +316,31 @@ def format_config(cfg:Config)->str:
             else: yield f'{p}{k} = {v!r}'
     return '\n'.join(walk(config_dict(cfg)))
 
-def atomic_write_text(path:str|Path, text:str):
-    "Write `text` to `path` via a temporary file in the same folder and a rename."
+@contextmanager
+def atomic_path(path:str|Path):
+    "Yield a temporary path next to `path`; rename it onto `path` when the block succeeds, delete it otherwise."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.')
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix=path.suffix); os.close(fd)
     try:
-        with os.fdopen(fd, 'w') as f: f.write(text)
+        yield Path(tmp)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True); raise
+
+@contextmanager
+def atomic_dir(dest:str|Path):
+    "Yield a fresh temporary folder next to `dest`; it replaces `dest` when the block succeeds, and is deleted otherwise."
+    dest = Path(dest); dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f'.{dest.name}.'))
+    try:
+        yield tmp
+        if dest.exists(): shutil.rmtree(dest)
+        os.replace(tmp, dest)
+    finally: shutil.rmtree(tmp, ignore_errors=True)
+
+def atomic_write_text(path:str|Path, text:str):
+    "Write `text` to `path` via a temporary file in the same folder and a rename."
+    with atomic_path(path) as tmp: tmp.write_text(text)
 
 def save_config(cfg:Config, path:str|Path):
     "Save the resolved config as JSON."

@@ -4,10 +4,11 @@
 
 # %% ../nbs/02_data.ipynb #15088c9e
 from __future__ import annotations
-import json, os, random, re, tempfile
+import json, random, re
 from dataclasses import dataclass, field
 from pathlib import Path
 import pandas as pd
+from .config import atomic_path
 
 # %% auto #0
 __all__ = ['GSM8K_SOURCE', 'GSM8K_INSTRUCTION', 'make_gsm8k_rows', 'DataError', 'write_rows', 'read_rows', 'Example',
@@ -50,13 +51,9 @@ def write_rows(rows:list[dict], path:str|Path)->Path:
     "Write `rows` to `path` (`.parquet` or `.jsonl`), atomically."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix not in ('.parquet', '.jsonl'): raise DataError(f"{path}: unsupported suffix {path.suffix!r}; use .parquet or .jsonl")
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix=path.suffix); os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         if path.suffix == '.parquet': pd.DataFrame(rows).to_parquet(tmp, index=False)
-        else: Path(tmp).write_text(''.join(json.dumps(r, ensure_ascii=False) + '\n' for r in rows))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True); raise
+        else: tmp.write_text(''.join(json.dumps(r, ensure_ascii=False) + '\n' for r in rows))
     return path
 
 def read_rows(path:str|Path, # a .parquet, .jsonl or .json (list of objects) file

@@ -6,14 +6,16 @@
 from __future__ import annotations
 import json, math, random, re, tempfile
 from contextlib import contextmanager
+from collections.abc import Iterator
 from pathlib import Path
 import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
+from torch.distributed.tensor import DTensor
 from transformers import (AutoConfig, AutoModelForCausalLM, AutoTokenizer, Qwen3OmniMoeThinkerConfig,
                           Qwen3OmniMoeThinkerForConditionalGeneration)
 from peft import LoraConfig, get_peft_model
-from peft.tuners.lora import LoraLayer
+from peft.tuners.lora import Linear as LoraLinear, LoraLayer
 from peft.utils.error import NoMatchingPeftModuleError
 from .tokenizer import CHAT_TEMPLATE, QWEN3_OMNI_VOCAB_SIZE, build_once, omni_processor, qwen_tokenizer, small_tokenizer
 from .data import GSM8K_INSTRUCTION, gsm8k_examples, make_gsm8k_rows
@@ -24,9 +26,10 @@ from .config import ConfigError
 
 # %% auto #0
 __all__ = ['TINY_KINDS', 'DTYPES', 'ADAPTERS', 'ENCODER_PATTERN', 'token_ids', 'tiny_thinker_config', 'gsm8k_pairs', 'warm_start',
-           'multimodal_pairs', 'tiny_model_dir', 'CausalLMAdapter', 'ThinkerAdapter', 'register_adapter', 'adapter_for',
-           'resolve_model_path', 'load_tokenizer', 'load_model', 'load_policy', 'noised_copy', 'lora_modules',
-           'apply_lora', 'configure_trainable', 'module_mode', 'hidden_states_only', 'completion_logprobs']
+           'multimodal_pairs', 'tiny_model_dir', 'base_model', 'CausalLMAdapter', 'ThinkerAdapter', 'register_adapter',
+           'adapter_for', 'resolve_model_path', 'load_tokenizer', 'load_model', 'load_policy', 'noised_copy',
+           'lora_modules', 'apply_lora', 'configure_trainable', 'full_tensor', 'lora_adapters', 'lora_delta',
+           'export_weights', 'module_mode', 'hidden_states_only', 'completion_logprobs']
 
 # %% ../nbs/03_model.ipynb #31ed7ab8
 def token_ids(tok)->dict:
@@ -118,7 +121,9 @@ def tiny_model_dir(kind:str='small', # 'small', 'qwen' (real vocabulary) or 'omn
 # %% ../nbs/03_model.ipynb #47b359dc
 DTYPES = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}
 
-def _base(model): return model.get_base_model() if hasattr(model, 'get_base_model') else model
+def base_model(model):
+    "The transformers model under a peft wrapper (or `model` itself)."
+    return model.get_base_model() if hasattr(model, 'get_base_model') else model
 
 class CausalLMAdapter:
     "Plain decoder-only language models: text in, text out."
@@ -138,12 +143,12 @@ class ThinkerAdapter(CausalLMAdapter):
     def processor(self, tok): return omni_processor(tok)
     def banned_token_ids(self, model)->list[int]:
         "Media pad ids: a sampled pad would be read as an image/audio slot when the actor re-scores the sequence."
-        c = _base(model).config
+        c = base_model(model).config
         return [c.image_token_id, c.video_token_id, c.audio_token_id]
     def position_ids(self, model, input_ids, attention_mask, mm):
         "M-RoPE positions [3, B, L] in int64, with image grids and audio lengths."
         fam = mm.get('feature_attention_mask')
-        pos, _ = _base(model).get_rope_index(input_ids, mm.get('image_grid_thw'), None, attention_mask, False,
+        pos, _ = base_model(model).get_rope_index(input_ids, mm.get('image_grid_thw'), None, attention_mask, False,
                                              fam.sum(-1) if fam is not None else None)
         return pos.round().long()
 
@@ -227,6 +232,54 @@ def configure_trainable(model, mcfg)->nn.Module:
         p.requires_grad = not ((fv and 'visual.' in n) or (fa and 'audio_tower.' in n))
     return model
 
+# %% ../nbs/03_model.ipynb #267a268b
+def full_tensor(t:torch.Tensor # a parameter or buffer, sharded (`DTensor`) or not
+               )->torch.Tensor:
+    "`t` whole and detached: a `DTensor` is gathered from all ranks (a collective: every rank must call it)."
+    if not isinstance(t, DTensor): return t.detach()
+    t = t.detach()
+    if t.device.type != t.device_mesh.device_type: t = t.to(t.device_mesh.device_type)   # offloaded shard: gather on the mesh's device
+    return t.full_tensor()
+
+# %% ../nbs/03_model.ipynb #09b7ea8d
+def lora_adapters(layer:LoraLayer, name:str # the layer's module name, for errors
+                 )->list[str]:
+    "Names of the active, unmerged adapters of a LoRA `layer` whose delta the export adds."
+    if not isinstance(layer, LoraLinear): raise NotImplementedError(f"{name}: export_weights merges LoRA on Linear layers only, not {type(layer).__name__}")
+    names = [a for a in layer.active_adapters if a in layer.lora_A and a not in layer.merged_adapters]
+    variants = [a for a in names if layer.lora_variant.get(a) is not None]
+    if variants: raise NotImplementedError(f"{name}: adapters {variants} are LoRA variants (DoRA, ...); export_weights merges plain LoRA only")
+    return names
+
+def lora_delta(layer:LoraLinear, # the peft LoRA layer (for its scaling and `fan_in_fan_out`)
+               A:torch.Tensor, # whole `lora_A` weight [r, in]
+               B:torch.Tensor, # whole `lora_B` weight [out, r]
+               adapter:str)->torch.Tensor:
+    "The weight delta scale·(B@A) of `adapter`, computed as peft's `get_delta_weight` does, from whole factors."
+    dtype = B.dtype
+    if B.device.type == 'cpu' and dtype in (torch.float16, torch.bfloat16): A, B = A.float(), B.float()
+    d = B @ A
+    return ((d.T if layer.fan_in_fan_out else d) * layer.scaling[adapter]).to(dtype)
+
+# %% ../nbs/03_model.ipynb #2b489d7b
+@torch.no_grad()
+def export_weights(model, # the policy: plain or peft-wrapped, sharded (FSDP2) or not
+                   merge_lora:bool=True, # False: the base weights without the LoRA deltas (vLLM's adapter mode)
+                  )->Iterator[tuple[str, torch.Tensor]]:
+    "Yield `(name, tensor)` per base-model state-dict key, one whole tensor at a time: LoRA merged, shards gathered."
+    base = base_model(model)
+    loras = {n: m for n, m in base.named_modules() if isinstance(m, LoraLayer)}
+    for key, value in base.state_dict(keep_vars=True).items():
+        if '.lora_' in key: continue
+        owner, _, leaf = key.rpartition('.')
+        layer = owner.removesuffix('.base_layer')
+        w = full_tensor(value)
+        if merge_lora and leaf == 'weight' and layer != owner and layer in loras:
+            lm = loras[layer]
+            ds = [lora_delta(lm, full_tensor(lm.lora_A[a].weight), full_tensor(lm.lora_B[a].weight), a) for a in lora_adapters(lm, layer)]
+            if ds: w = w + sum(ds).to(w.dtype)
+        yield key.replace('.base_layer.', '.'), w
+
 # %% ../nbs/03_model.ipynb #828791e0
 @contextmanager
 def module_mode(model, training:bool):
@@ -239,7 +292,7 @@ def module_mode(model, training:bool):
 @contextmanager
 def hidden_states_only(model):
     "Within the block `model(...)` returns final hidden states instead of logits; yields the output layer."
-    base = model.get_base_model() if hasattr(model, 'get_base_model') else model
+    base = base_model(model)
     head = base.get_output_embeddings()
     base.set_output_embeddings(nn.Identity())
     try: yield head

@@ -4,35 +4,24 @@
 
 # %% ../nbs/02a_sources.ipynb #33c818f3
 from __future__ import annotations
-import argparse, io, json, os, random, shutil, subprocess, tempfile, wave
-from contextlib import contextmanager
+import argparse, io, json, random, shutil, subprocess, tempfile, wave
 from fractions import Fraction
 from pathlib import Path
 import numpy as np
 import pyarrow as pa, pyarrow.parquet as pq
 from PIL import Image, ImageDraw, ImageFont
 from tqdm import tqdm
+from .config import atomic_path
 from .data import DataError, make_gsm8k_rows, write_rows
 
 # %% auto #0
-__all__ = ['RL_COLUMNS', 'COLOURS', 'SHAPES', 'SAMPLE_RATE', 'MMK12_SCHEMA', 'AVQA_FILES', 'atomic_path', 'write_bytes_atomic',
-           'rl_row', 'write_rl_parquet', 'write_splits', 'print_stats', 'read_rl_rows', 'Dropped', 'convert_records',
+__all__ = ['RL_COLUMNS', 'COLOURS', 'SHAPES', 'SAMPLE_RATE', 'MMK12_SCHEMA', 'AVQA_FILES', 'write_bytes_atomic', 'rl_row',
+           'write_rl_parquet', 'write_splits', 'print_stats', 'read_rl_rows', 'Dropped', 'convert_records',
            'converter_parser', 'shapes_image', 'text_image', 'png_bytes', 'random_shapes', 'write_wav', 'read_wav',
            'resample', 'speak', 'beeps', 'has_espeak', 'write_gsm8k_source', 'choices', 'mmk12_records',
            'write_mmk12_source', 'avqa_records', 'write_avqa_source']
 
 # %% ../nbs/02a_sources.ipynb #e19c60f3
-@contextmanager
-def atomic_path(path:str|Path):
-    "Yield a temporary path next to `path`; rename it onto `path` when the block succeeds, delete it otherwise."
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix=path.suffix); os.close(fd)
-    try:
-        yield Path(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True); raise
-
 def write_bytes_atomic(path:str|Path, data:bytes)->Path:
     "Write `data` to `path` atomically."
     with atomic_path(path) as tmp: tmp.write_bytes(data)

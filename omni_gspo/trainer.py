@@ -4,7 +4,7 @@
 
 # %% ../nbs/09_trainer.ipynb #209f061e
 from __future__ import annotations
-import json, os, random, shutil, tempfile, time
+import json, random, shutil, time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,11 +12,11 @@ import torch
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
 from tqdm.auto import tqdm
-from .config import Config, ConfigError, VLLMConfig, config_dict, save_config
+from .config import Config, ConfigError, VLLMConfig, atomic_dir, atomic_write_text, config_dict, save_config
 from .data import batch_indices, encode_prompts, steps_per_epoch
 from .media import encode_examples, load_split
 from .platform import peak_memory_gb, torch_device
-from .model import adapter_for, configure_trainable, load_model, load_tokenizer, lora_modules, resolve_model_path
+from .model import adapter_for, base_model, configure_trainable, load_model, load_tokenizer, lora_modules, resolve_model_path
 from .rewards import part_means, score_batch, val_metrics
 from .algos import group_advantages, rollout_correction_metrics, rollout_correction_weights, zero_std_groups
 from .rollout import HFEngine, rollout_parity
@@ -66,21 +66,15 @@ def _training_state(model, opt)->dict:
 
 def save_checkpoint(out:Path, step:int, model, opt, keep:int=2, sched=None)->Path:
     "Write `checkpoints/step_{step}` atomically; keep the newest `keep` checkpoints."
-    dest = out/'checkpoints'/f'step_{step}'
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f'.step_{step}.'))
-    try:
+    with atomic_dir(out/'checkpoints'/f'step_{step}') as tmp:
         state = _training_state(model, opt)
         dcp.save(state, checkpoint_id=tmp)
         if lora_modules(model): model.save_pretrained(tmp)
         torch.save({'torch_rng': torch.get_rng_state(), 'python_rng': random.getstate(),
                     'scheduler': sched.state_dict() if sched else None}, tmp/'train_state.pt')
         (tmp/'state.json').write_text(json.dumps({'step': step, 'trainable_tensors': len(state['model'])}))
-        if dest.exists(): shutil.rmtree(dest)
-        tmp.rename(dest)
-    finally: shutil.rmtree(tmp, ignore_errors=True)
     for _, old in list_checkpoints(out)[:-keep]: shutil.rmtree(old)
-    return dest
+    return out/'checkpoints'/f'step_{step}'
 
 def load_checkpoint(path:Path, model, opt, sched=None)->int:
     "Restore the trainable tensors, the optimizer, the lr schedule and the RNG state from `path`, bit for bit; return its step."
@@ -102,7 +96,7 @@ def trim_metrics(path:Path, last_step:int):
     "Keep only the rows of `path` up to `last_step` (rewritten atomically)."
     if not path.exists(): return
     keep = [l for l in path.read_text().splitlines() if l.strip() and json.loads(l)['training/global_step'] <= last_step]
-    tmp = path.with_name(f'.{path.name}.tmp'); tmp.write_text(''.join(l + '\n' for l in keep)); os.replace(tmp, path)
+    atomic_write_text(path, ''.join(l + '\n' for l in keep))
 
 
 # %% ../nbs/09_trainer.ipynb #90ae3acc
@@ -262,7 +256,7 @@ def train(cfg:Config, log=print)->RunResult:
     n_train = sum(p.numel() for p in model.parameters() if p.requires_grad)
     adapted = lora_modules(model)
     what = f"LoRA on {len(adapted)} modules" if adapted else "full parameters"
-    log(f"model: {type(model.get_base_model() if adapted else model).__name__}, {sum(p.numel() for p in model.parameters())/1e6:.2f}M params, "
+    log(f"model: {type(base_model(model)).__name__}, {sum(p.numel() for p in model.parameters())/1e6:.2f}M params, "
         f"{what} ({n_train/1e3:.1f}k trainable) on {device}")
     teacher = load_teacher(cfg.algorithm.opd_teacher, cfg.model, device, log)
     actor = Actor(model, cfg.actor, cfg.algorithm, adapter, teacher, temperature=cfg.rollout.temperature, total_steps=total)

@@ -11,14 +11,15 @@ import torch
 from transformers import Qwen3Config, Qwen3OmniMoeConfig, Qwen3OmniMoeThinkerForConditionalGeneration
 from .media import SAMPLE_RATE
 from .rollout import Rollout, left_pad
-from .config import ConfigError
+from .config import ConfigError, atomic_dir
+from .model import base_model, export_weights
 
 # %% auto #0
 __all__ = ['MEDIA_PADS', 'THINKER_ARCH', 'EXPERT_KEY', 'OMNI_THINKER_PIPELINE', 'VISIBLE_DEVICE_VARS', 'media_pad_ids',
-           'dedup_pads', 'prompt_media', 'build_request', 'base_model', 'is_thinker', 'policy_state_dict',
-           'vllm_thinker_config', 'vllm_processor', 'export_for_vllm', 'tiny_causal_lm_config', 'write_cpu_moe_experts',
-           'load_weights_on_worker', 'VLLMEngine', 'vllm_settings', 'sync_ok', 'visible_devices', 'omni_deploy_config',
-           'write_deploy_config', 'omni_engine_args', 'VLLMOmniEngine']
+           'dedup_pads', 'prompt_media', 'build_request', 'is_thinker', 'vllm_thinker_config', 'vllm_processor',
+           'export_for_vllm', 'tiny_causal_lm_config', 'write_cpu_moe_experts', 'load_weights_on_worker', 'VLLMEngine',
+           'vllm_settings', 'sync_ok', 'visible_devices', 'omni_deploy_config', 'write_deploy_config',
+           'omni_engine_args', 'VLLMOmniEngine']
 
 # %% ../nbs/06a_vllm.ipynb #02106c37
 MEDIA_PADS = {'image': '<|image_pad|>', 'video': '<|video_pad|>', 'audio': '<|audio_pad|>'}
@@ -65,30 +66,9 @@ def build_request(ids:list[int], # expanded prompt ids
 # %% ../nbs/06a_vllm.ipynb #d5a6c8a4
 THINKER_ARCH = 'Qwen3OmniMoeThinkerForConditionalGeneration'
 
-def base_model(model):
-    "The transformers model under a peft wrapper (or `model` itself)."
-    return model.get_base_model() if hasattr(model, 'get_base_model') else model
-
 def is_thinker(model)->bool:
     "Whether `model` (possibly LoRA-wrapped) is a Qwen3-Omni thinker."
     return isinstance(base_model(model), Qwen3OmniMoeThinkerForConditionalGeneration)
-
-@torch.no_grad()
-def policy_state_dict(model, merge_lora:bool=True)->dict[str, torch.Tensor]:
-    "The policy's weights under checkpoint names; LoRA deltas added to copies of the base weights if `merge_lora`."
-    from peft.tuners.lora import LoraLayer
-    base, deltas = base_model(model), {}
-    if merge_lora:
-        for name, mod in base.named_modules():
-            if isinstance(mod, LoraLayer) and not mod.merged:
-                ds = [mod.get_delta_weight(a) for a in mod.active_adapters if a in mod.lora_A]
-                if ds: deltas[f'{name}.weight'] = sum(ds)
-    out = {}
-    for k, v in base.state_dict().items():
-        if '.lora_' in k: continue
-        k = k.replace('.base_layer.', '.')
-        out[k] = v + deltas[k].to(v.dtype) if k in deltas else v.detach()
-    return out
 
 def vllm_thinker_config(cfg, # the thinker's `Qwen3OmniMoeThinkerConfig`
                         tok)->Qwen3OmniMoeConfig:
@@ -118,9 +98,7 @@ def export_for_vllm(model, tok, dest:str|Path, # folder to (re)write
                    )->Path:
     "Write `model` (LoRA merged) as a checkpoint folder vLLM loads, atomically."
     from safetensors.torch import save_file
-    dest = Path(dest); dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f'.{dest.name}.'))
-    try:
+    with atomic_dir(dest) as tmp:
         if is_thinker(model):
             vllm_thinker_config(base_model(model).config, tok).save_pretrained(tmp)
             if processor is None:
@@ -134,13 +112,10 @@ def export_for_vllm(model, tok, dest:str|Path, # folder to (re)write
         tok.save_pretrained(tmp)
         if weights:
             prefix, seen, sd = 'thinker.' if is_thinker(model) else '', set(), {}
-            for k, v in policy_state_dict(model).items():
+            for k, v in export_weights(model):
                 if v.data_ptr() not in seen: seen.add(v.data_ptr()); sd[prefix + k] = v.contiguous()   # tied weights: one copy
             save_file(sd, str(tmp/'model.safetensors'))
-        if dest.exists(): shutil.rmtree(dest)
-        os.replace(tmp, dest)
-    finally: shutil.rmtree(tmp, ignore_errors=True)
-    return dest
+    return Path(dest)
 
 # %% ../nbs/06a_vllm.ipynb #a4496c92
 def tiny_causal_lm_config(tok, hidden:int=64, layers:int=2)->Qwen3Config:
@@ -167,11 +142,15 @@ def write_cpu_moe_experts(vmodel, # vLLM's Qwen3-Omni thinker module
         routed.w13_weight.copy_(cpu_prepack_moe_weight(w13.to(routed.w13_weight.dtype).contiguous(), kernel.isa))
         routed.w2_weight.copy_(cpu_prepack_moe_weight(w2.to(routed.w2_weight.dtype).contiguous(), kernel.isa))
 
-def load_weights_on_worker(worker, weights:dict[str, torch.Tensor], prefix:str, moe_expert_fix:bool):
-    "Runs inside vLLM's worker: reload `weights` (checkpoint names, `prefix` added); experts directly if `moe_expert_fix`."
-    runner = worker.model_runner
-    experts = {k: v for k, v in weights.items() if moe_expert_fix and EXPERT_KEY.search(k)}
-    runner.reload_weights(weights_iterator=[(prefix + k, v) for k, v in weights.items() if k not in experts])
+def load_weights_on_worker(worker, weights, # iterable of (checkpoint name, tensor), e.g. `export_weights(model)`
+                           prefix:str, moe_expert_fix:bool):
+    "Runs inside vLLM's worker: reload `weights` as they stream in (`prefix` added); experts directly if `moe_expert_fix`."
+    runner, experts = worker.model_runner, {}
+    def rest():
+        for k, v in weights:
+            if moe_expert_fix and EXPERT_KEY.search(k): experts[k] = v    # held until the end: the CPU path, tiny models
+            else: yield prefix + k, v
+    runner.reload_weights(weights_iterator=rest())
     if experts:
         with torch.no_grad(): write_cpu_moe_experts(runner.model, experts)
 
@@ -217,7 +196,7 @@ class VLLMEngine:
             kw.update(enable_lora=True, max_loras=1, max_lora_rank=max(c.r for c in model.peft_config.values()))
         self.llm = self._make_llm(folder, kw | llm_kwargs)
         self.asleep, self.lora_request, self.version = set(), None, 0
-        self._push(policy_state_dict(model, merge_lora=lora_sync == 'merge'))
+        self._push(export_weights(model, merge_lora=lora_sync == 'merge'))
         if lora_sync == 'adapter': self._new_adapter(model)
 
     def _make_llm(self, folder, kw):
@@ -251,7 +230,7 @@ class VLLMEngine:
         if 'weights' in self.asleep: raise RuntimeError("sync_weights() while the engine's weights are asleep: call wake(['weights']) first")
         t = time.perf_counter()
         if self.lora_sync == 'adapter': self._new_adapter(model)
-        else: self._push(policy_state_dict(model))
+        else: self._push(export_weights(model))
         return {'timing_s/weight_sync': time.perf_counter() - t}
 
     def sleep(self):
