@@ -13,7 +13,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from omni_gspo.algos import agg_loss, policy_loss
 from omni_gspo.config import build_config
-from omni_gspo.fsdp import export_weights, full_tensor, shard_model
+from omni_gspo.fsdp import shard_model
+from omni_gspo.model import export_weights, full_tensor
 from omni_gspo.model import completion_logprobs, configure_trainable, load_model, tiny_model_dir
 
 N, P, R, WORLD = 4, 8, 6, 2
