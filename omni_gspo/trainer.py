@@ -4,7 +4,7 @@
 
 # %% ../nbs/09_trainer.ipynb #209f061e
 from __future__ import annotations
-import json, random, shutil, time
+import json, random, shutil, time, warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,11 +64,17 @@ def _training_state(model, opt)->dict:
     msd, osd = get_state_dict(model, opt, options=_TRAINED)
     return {'model': msd, 'optim': osd}
 
+def _dcp(fn, state:dict, path:Path):
+    "`dcp.save` or `dcp.load`; in a single process without DCP's warning that there is no process group."
+    with warnings.catch_warnings():
+        warnings.filterwarnings('ignore', message='torch.distributed is disabled')
+        return fn(state, checkpoint_id=path)
+
 def save_checkpoint(out:Path, step:int, model, opt, keep:int=2, sched=None)->Path:
     "Write `checkpoints/step_{step}` atomically; keep the newest `keep` checkpoints."
     with atomic_dir(out/'checkpoints'/f'step_{step}') as tmp:
         state = _training_state(model, opt)
-        dcp.save(state, checkpoint_id=tmp)
+        _dcp(dcp.save, state, tmp)
         if lora_modules(model): model.save_pretrained(tmp)
         torch.save({'torch_rng': torch.get_rng_state(), 'python_rng': random.getstate(),
                     'scheduler': sched.state_dict() if sched else None}, tmp/'train_state.pt')
@@ -83,7 +89,7 @@ def load_checkpoint(path:Path, model, opt, sched=None)->int:
     missing = [k for k in state['model'] if f'model.{k}' not in saved]
     if missing: raise ValueError(f"checkpoint {path} lacks {len(missing)} tensors this model trains, e.g. {missing[0]!r} "
                                  "(written by a run with another model.lora_rank or target_modules?)")
-    dcp.load(state, checkpoint_id=path)
+    _dcp(dcp.load, state, path)
     set_state_dict(model, opt, model_state_dict=state['model'], optim_state_dict=state['optim'],
                    options=StateDictOptions(ignore_frozen_params=True, strict=False))   # frozen weights: from the base
     st = torch.load(path/'train_state.pt', weights_only=False)
