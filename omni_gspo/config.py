@@ -45,6 +45,7 @@ class DataConfig(Section):
     generated_val_size: int = 256   # rows generated for a generated val_file (enough for the accuracy curve to mean something)
     max_prompt_length: int = 128    # prompts with more tokens (after the chat template) are dropped and counted
     train_batch_size: int = 16      # prompts per training step
+    val_batch_size: int = 64        # validation prompts per greedy generate call
     shuffle: bool = True            # reshuffle the training rows every epoch
     skip_bad_media: bool = False    # drop (and count) rows whose image/audio cannot be loaded, instead of stopping
 
@@ -77,6 +78,7 @@ class ActorConfig(Section):
     optim: OptimConfig = field(default_factory=OptimConfig)
     ppo_mini_batch_size: int = 4    # prompts per optimizer step; train_batch_size / this = updates per step
     ppo_max_token_len_per_gpu: int = 16384 # tokens per forward (rows × padded length); a mini-batch is split into micro-batches within it
+    activation_checkpointing: bool = False # recompute each decoder layer's activations in the backward pass (memory for time)
 
 @dataclass(eq=False, repr=False)
 class VLLMConfig(Section):
@@ -129,6 +131,7 @@ class RewardConfig(Section):
 class TrainerConfig(Section):
     "The loop: length, validation, checkpoints."
     max_steps: int = 100            # training steps; 0 = total_epochs full passes over the data
+    max_minutes: float = 0.0        # stop after the step that crosses this much training time (validated and saved like the last step); 0 = no limit
     total_epochs: int = 1
     test_freq: int = 20             # validate every N steps and after the last one; 0 = never
     save_freq: int = 50             # checkpoint every N steps and after the last one

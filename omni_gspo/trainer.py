@@ -43,6 +43,7 @@ def check_config(cfg:Config):
                f'rollout.top_k={r.top_k} / rollout.top_p={r.top_p}: training rollouts must sample the full softmax (top_k -1, top_p 1.0); '
                'a truncated distribution cannot be scored by the actor (the sampled token may fall outside it after an update)'),
               (a.optim.lr > 0, 'actor.optim.lr must be > 0'),
+              (d.val_batch_size >= 1 and cfg.trainer.max_minutes >= 0, 'data.val_batch_size must be >= 1 and trainer.max_minutes >= 0'),
               (cfg.trainer.keep_checkpoints >= 1, f'trainer.keep_checkpoints must be >= 1, got {cfg.trainer.keep_checkpoints}'),
               (cfg.trainer.max_steps >= 0 and cfg.trainer.total_epochs >= 1, 'trainer.max_steps must be >= 0 and trainer.total_epochs >= 1')]
     for ok, msg in checks:
@@ -106,7 +107,8 @@ def trim_metrics(path:Path, last_step:int):
 
 
 # %% ../nbs/09_trainer.ipynb #90ae3acc
-def validate(engine, tok, prompts, rcfg, batch:int=64)->dict:
+def validate(engine, tok, prompts, rcfg, batch:int=64, # prompts per greedy generate call
+            )->dict:
     "Greedy accuracy per data source over `prompts`."
     texts = []
     for s in range(0, len(prompts), batch):
@@ -259,6 +261,7 @@ def train(cfg:Config, log=print)->RunResult:
     spe = steps_per_epoch(len(train_ps), cfg.data.train_batch_size)
     total = tc.max_steps or tc.total_epochs * spe
     model = configure_trainable(load_model(mpath, cfg.model.dtype, device), cfg.model)
+    if cfg.actor.activation_checkpointing: base_model(model).gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': False})
     n_train = sum(p.numel() for p in model.parameters() if p.requires_grad)
     adapted = lora_modules(model)
     what = f"LoRA on {len(adapted)} modules" if adapted else "full parameters"
@@ -273,19 +276,24 @@ def train(cfg:Config, log=print)->RunResult:
     log(f"run folder: {out}" + (f"; resumed from {resume_from} at step {start}" if resume_from else ''))
     loggers = make_loggers(lc.loggers, out, config_dict(cfg), live=lc.plot, write=tqdm.write)
     bar = tqdm(range(start, total + 1), disable=not lc.progress_bar, desc='gspo', initial=start - 1, total=total)
+    t_start, last = time.perf_counter(), max(start - 1, total)
     try:
         for step in bar:
             batch = [train_ps[i] for i in batch_indices(len(train_ps), cfg.data.train_batch_size, step, tc.seed, cfg.data.shuffle)]
             m, texts, rewards = rollout_step(step, batch, engine, actor, tok, cfg)
             m = {'training/global_step': step, 'training/epoch': (step - 1) // spe + 1, **m}
-            if tc.test_freq and (step % tc.test_freq == 0 or step == total): m |= validate(engine, tok, val_ps, cfg.reward)
+            out_of_time = tc.max_minutes > 0 and time.perf_counter() - t_start >= 60 * tc.max_minutes
+            final = step == total or out_of_time
+            if tc.test_freq and (step % tc.test_freq == 0 or final): m |= validate(engine, tok, val_ps, cfg.reward, cfg.data.val_batch_size)
             m['perf/max_memory_gb'] = peak_memory_gb(device)
             loggers.log(m, step)
-            if step % tc.save_freq == 0 or step == total: ck = save_checkpoint(out, step, model, actor.opt, tc.keep_checkpoints, actor.sched)
+            if step % tc.save_freq == 0 or final: ck = save_checkpoint(out, step, model, actor.opt, tc.keep_checkpoints, actor.sched)
             bar.set_postfix(reward=f"{m['reward/mean']:.3f}", loss=f"{m.get('actor/pg_loss', float('nan')):.2e}")
             for t, r in list(zip(texts, rewards))[:lc.print_samples]: tqdm.write(f"[step {step}] reward={r:.2f} | {t[:200]!r}")
+            if out_of_time:
+                log(f"trainer.max_minutes={tc.max_minutes} reached after step {step}; resume with trainer.resume=auto"); last = step; break
     finally: bar.close(); loggers.close(); engine.close()   # also when a step fails: files are complete, the engine's memory is released
     plot = out/'metrics.html' if lc.plot and metrics_path.exists() else None
     if start > total: log(f"nothing to do: checkpoint at step {start - 1} already reaches the {total} steps asked for")
     log(f"metrics:    {metrics_path}\nplot:       {plot}\ncheckpoint: {ck}")
-    return RunResult(out, metrics_path, plot, ck, max(start - 1, total))
+    return RunResult(out, metrics_path, plot, ck, last)
