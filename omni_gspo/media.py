@@ -225,9 +225,9 @@ def generated_rl_file(task:str, # 'gsm8k', 'mmk12' or 'avqa'
         if task == 'gsm8k': sources.write_gsm8k_source(d/'train.jsonl', n, seed); sources.write_gsm8k_source(d/'test.jsonl', n, seed + 1)
         elif task == 'mmk12': sources.write_mmk12_source(d, n, n, seed)
         else: sources.write_avqa_source(d, n, n, seed)
-    src = build_once(f'source-{task}-n{n}-s{seed}-v1', write_source)
+    src = build_once(f'source-{task}-n{n}-s{seed}-v2', write_source)
     convert = {'gsm8k': gsm8k.convert_gsm8k, 'mmk12': mmk12.convert_mmk12, 'avqa': avqa.convert_avqa}[task]
-    return build_once(f'rl-{task}-n{n}-s{seed}-v1', lambda d: convert(src, d))/f'{GENERATED_SPLITS[task][val]}.parquet'
+    return build_once(f'rl-{task}-n{n}-s{seed}-v2', lambda d: convert(src, d))/f'{GENERATED_SPLITS[task][val]}.parquet'
 
 def load_split(path:str, # data.train_file / data.val_file
                what:str, # 'train file' or 'val file'

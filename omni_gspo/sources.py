@@ -163,13 +163,16 @@ def speak(text:str)->np.ndarray:
         audio, sr = read_wav(f'{t}/s.wav')
     return resample(audio, sr)
 
-def beeps(k:int, freq:float=880.0)->np.ndarray:
-    "`k` tones of 150 ms, 150 ms apart, with 100 ms of silence at both ends, at 16 kHz."
+def beeps(k:int, freq:float=880.0,
+          min_seconds:float=1.5, # trailing silence up to this length: a player shows a sub-second clip as 0:00 / 0:00
+         )->np.ndarray:
+    "`k` tones of 150 ms, 150 ms apart, with 100 ms of silence before and at least 100 ms after, at 16 kHz."
     t = np.arange(int(0.15 * SAMPLE_RATE)) / SAMPLE_RATE
     ramp = np.minimum(1, np.minimum(t, t[::-1]) / 0.005)
     tone, gap = 0.5 * np.sin(2 * np.pi * freq * t) * ramp, np.zeros(int(0.15 * SAMPLE_RATE))
     edge = np.zeros(int(0.1 * SAMPLE_RATE))
-    return np.concatenate([edge] + [np.concatenate([tone, gap]) for _ in range(k)] + [edge]).astype(np.float32)
+    clip = np.concatenate([edge] + [np.concatenate([tone, gap]) for _ in range(k)] + [edge])
+    return np.pad(clip, (0, max(0, int(min_seconds * SAMPLE_RATE) - len(clip)))).astype(np.float32)
 
 def has_espeak()->bool:
     "Whether `espeak-ng` is on the PATH."
