@@ -146,6 +146,7 @@ class LoggingConfig(Section):
     progress_bar: bool = True
     plot: bool = True               # live dashboard in notebooks; metrics.html (plotly) next to metrics.jsonl
     print_samples: int = 1          # decoded responses printed per step
+    rollout_groups: int = 2         # prompt groups per step kept under rollouts/ (every sample, per-token log-probs); 0 = none
     loggers: list[str] = field(default_factory=lambda: ['console'])  # any of console, tensorboard, wandb (offline without WANDB_API_KEY); metrics.jsonl is always written
 
 @dataclass(eq=False, repr=False)

@@ -22,6 +22,7 @@ from .algos import group_advantages, rollout_correction_metrics, rollout_correct
 from .rollout import HFEngine, rollout_parity
 from .vllm_engine import prompt_media
 from .actor import Actor
+from .records import RECORDS_DIR, data_file_path, record_steps, rollout_records, write_rollout_records
 from .loggers import make_loggers
 
 # %% auto #0
@@ -44,6 +45,7 @@ def check_config(cfg:Config):
                'a truncated distribution cannot be scored by the actor (the sampled token may fall outside it after an update)'),
               (a.optim.lr > 0, 'actor.optim.lr must be > 0'),
               (d.val_batch_size >= 1 and cfg.trainer.max_minutes >= 0, 'data.val_batch_size must be >= 1 and trainer.max_minutes >= 0'),
+              (cfg.logging.rollout_groups >= 0, f'logging.rollout_groups must be >= 0, got {cfg.logging.rollout_groups}'),
               (cfg.trainer.keep_checkpoints >= 1, f'trainer.keep_checkpoints must be >= 1, got {cfg.trainer.keep_checkpoints}'),
               (cfg.trainer.max_steps >= 0 and cfg.trainer.total_epochs >= 1, 'trainer.max_steps must be >= 0 and trainer.total_epochs >= 1')]
     for ok, msg in checks:
@@ -132,8 +134,8 @@ class StreamingScorer:
         k = len(texts)
         self.parts[i] = texts, self.pool.submit(score_batch, [e.data_source] * k, texts, [e.ground_truth] * k, [e.extra_info] * k, self.rcfg)
 
-    def results(self)->tuple[list[str], list[float], dict]:
-        "Texts, rewards (in rollout order) and reward metrics, once every prompt has been scored."
+    def results(self)->tuple[list[str], list[float], list[dict], dict]:
+        "Texts, rewards and reward dicts (in rollout order) and reward metrics, once every prompt has been scored."
         if len(self.parts) != len(self.batch): raise RuntimeError(f"the engine reported {len(self.parts)} of {len(self.batch)} prompts as finished")
         texts, scores, details, m = [], [], [], {'reward/errors': 0, 'reward/timeouts': 0}
         for i in range(len(self.batch)):
@@ -142,7 +144,7 @@ class StreamingScorer:
             texts += t; scores += s; details += d
             for k in m: m[k] += pm[k]
         self.pool.shutdown()
-        return texts, scores, m | part_means([self.batch[i].example.data_source for i in range(len(self.batch)) for _ in self.parts[i][0]], details)
+        return texts, scores, details, m | part_means([self.batch[i].example.data_source for i in range(len(self.batch)) for _ in self.parts[i][0]], details)
 
 # %% ../nbs/09_trainer.ipynb #06bc87f6
 def make_engine(model, tok, adapter, processor, cfg):
@@ -161,7 +163,10 @@ def check_parity(par:dict, min_pearson:float, step:int):
         raise RuntimeError(f"step {step}: rollout and actor log-probs disagree (probability correlation {r:.4f} < rollout.min_probs_pearson={min_pearson}); "
                            "the rollout engine's weights are stale or wrong (a weight sync did not take effect?)")
 
-def rollout_step(step:int, batch, engine, actor, tok, cfg)->tuple[dict, list[str], list[float]]:
+def rollout_step(step:int, batch, engine, actor, tok, cfg,
+                 records_to:Path|None=None, # run folder: keep `logging.rollout_groups` groups of this step under rollouts/
+                 data_file:str='', # the file `batch` came from (`data_file_path`), referenced by the records
+                )->tuple[dict, list[str], list[float]]:
     "Rollout, reward, advantages, old log-probs and update for one batch of prompts; metrics, texts and rewards."
     t0 = time.perf_counter()
     scorer = StreamingScorer(batch, tok, cfg.reward)
@@ -169,7 +174,7 @@ def rollout_step(step:int, batch, engine, actor, tok, cfg)->tuple[dict, list[str
                          mm=[p.mm for p in batch], media=[prompt_media(p.example) for p in batch], on_finish=scorer)
     engine.sleep()
     t1 = time.perf_counter()
-    texts, rewards, rmetrics = scorer.results()
+    texts, rewards, details, rmetrics = scorer.results()
     rw = torch.tensor(rewards)
     al = cfg.algorithm
     adv, frac_zero = group_advantages(rw, ro.group_ids.cpu(), al.norm_adv_by_std)
@@ -192,6 +197,9 @@ def rollout_step(step:int, batch, engine, actor, tok, cfg)->tuple[dict, list[str
          **par, **rollout_correction_metrics(ro.logprobs, old, ro.response_mask), **wm, **upd,
          'timing_s/gen': t1 - t0, 'timing_s/reward': t2 - t1, 'timing_s/old_log_prob': t3 - t2, 'timing_s/update': t4 - t3,
          'timing_s/step': t4 - t0, 'perf/tokens_per_s': ntok / (t4 - t0), 'perf/gen_tokens_per_s': ntok / (t1 - t0)}
+    if records_to is not None and cfg.logging.rollout_groups:
+        write_rollout_records(records_to, step, rollout_records(step, batch, ro, tok, texts, rewards, details, adv, old, data_file,
+                                                                cfg.logging.rollout_groups, cfg.trainer.seed))
     return m, texts, rewards
 
 # %% ../nbs/09_trainer.ipynb #a9e224ac
@@ -272,7 +280,10 @@ def train(cfg:Config, log=print)->RunResult:
     start = load_checkpoint(resume_from, model, actor.opt, actor.sched) + 1 if resume_from else 1
     engine = make_engine(model, tok, adapter, processor, cfg)
     metrics_path, ck = out/'metrics.jsonl', resume_from
+    data_file = data_file_path(cfg.data.train_file, False, cfg.data.generated_train_size, tc.seed)
     trim_metrics(metrics_path, start - 1) if resume_from else metrics_path.unlink(missing_ok=True)
+    for s in record_steps(out):   # records of steps the checkpoint does not reach are redone
+        if s >= start: (out/RECORDS_DIR/f'step_{s:06d}.parquet').unlink()
     log(f"run folder: {out}" + (f"; resumed from {resume_from} at step {start}" if resume_from else ''))
     loggers = make_loggers(lc.loggers, out, config_dict(cfg), live=lc.plot, write=tqdm.write)
     bar = tqdm(range(start, total + 1), disable=not lc.progress_bar, desc='gspo', initial=start - 1, total=total)
@@ -280,7 +291,7 @@ def train(cfg:Config, log=print)->RunResult:
     try:
         for step in bar:
             batch = [train_ps[i] for i in batch_indices(len(train_ps), cfg.data.train_batch_size, step, tc.seed, cfg.data.shuffle)]
-            m, texts, rewards = rollout_step(step, batch, engine, actor, tok, cfg)
+            m, texts, rewards = rollout_step(step, batch, engine, actor, tok, cfg, out, data_file)
             m = {'training/global_step': step, 'training/epoch': (step - 1) // spe + 1, **m}
             out_of_time = tc.max_minutes > 0 and time.perf_counter() - t_start >= 60 * tc.max_minutes
             final = step == total or out_of_time
