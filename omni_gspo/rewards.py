@@ -181,7 +181,7 @@ def _worker_main(fd:int)->None:
     conn.send('ready')
     while True:
         try: task = conn.recv()
-        except EOFError: return
+        except (EOFError, ConnectionResetError): return       # the trainer closed its end, or exited
         res = _run_task(*task)
         try: conn.send(res)
         except Exception as e: conn.send((res[0], None, f'reward result cannot be sent back: {type(e).__name__}: {e}'))
