@@ -178,12 +178,14 @@ def _worker_main(fd:int)->None:
     math_verify.parser.TIMEOUT_WARNING_SHOWN = math_verify.grader.TIMEOUT_WARNING_SHOWN = True  # the pool bounds time
     math_equal('$\\boxed{1}$', '1')  # warm-up, off the clock
     conn = Connection(fd)
-    conn.send('ready')
+    try: conn.send('ready')
+    except OSError: return                                    # the trainer is gone already
     while True:
         try: task = conn.recv()
-        except (EOFError, ConnectionResetError): return       # the trainer closed its end, or exited
+        except (EOFError, OSError): return                    # the trainer closed its end, or exited
         res = _run_task(*task)
         try: conn.send(res)
+        except OSError: return
         except Exception as e: conn.send((res[0], None, f'reward result cannot be sent back: {type(e).__name__}: {e}'))
 
 # %% ../nbs/04_rewards.ipynb #4a0d7f1c
