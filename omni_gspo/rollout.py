@@ -6,13 +6,18 @@
 from __future__ import annotations
 from dataclasses import dataclass, field
 import torch
+import importlib
+from typing import Protocol, runtime_checkable
+from .config import ConfigError
+from .data import Prompt
 from .media import collate_mm
 from .model import module_mode
 from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
 from transformers.generation.logits_process import SuppressTokensLogitsProcessor, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
 # %% auto #0
-__all__ = ['Rollout', 'SampledLogprobs', 'left_pad', 'response_mask', 'HFEngine', 'rollout_parity']
+__all__ = ['ENGINES', 'Rollout', 'SampledLogprobs', 'left_pad', 'response_mask', 'HFEngine', 'RolloutEngine', 'register_engine',
+           'engine_class', 'rollout_parity']
 
 # %% ../nbs/06_rollout.ipynb #9029c8c3
 @dataclass
@@ -76,6 +81,11 @@ class HFEngine:
         self.temperature, self.top_p, self.top_k = rcfg.temperature, rcfg.top_p, rcfg.top_k
         self.max_new_tokens = rcfg.response_length
 
+    @classmethod
+    def from_config(cls, model, tok, adapter, processor, cfg):
+        "The engine the trainer builds: the actor's module, `cfg.rollout`'s sampling, the adapter's banned tokens."
+        return cls(model, tok, cfg.rollout, adapter.banned_token_ids(model))
+
     def _processors(self, greedy):
         ban = [SuppressTokensLogitsProcessor(self.banned, device=self.model.device)] if self.banned else []
         if greedy: return ban
@@ -85,18 +95,16 @@ class HFEngine:
         return ps
 
     @torch.no_grad()
-    def generate(self, prompts:list[list[int]], # prompt token ids, one list per prompt
+    def generate(self, prompts:list[Prompt], # token ids and, for images/audio, the processor's features
                  n:int=1, # samples per prompt
                  greedy:bool=False, # argmax decoding (validation)
                  seed:int|None=None,
-                 mm:list[dict]|None=None, # per prompt: processor features of its images/audio ({} for text)
-                 media:list|None=None, # per prompt: raw media, for engines with their own processor (unused here)
                  on_finish=None, # on_finish(i, responses): prompt i's n response token lists, as soon as they are done
                 )->Rollout:
         "Sample `n` responses for each prompt."
         if seed is not None: torch.manual_seed(seed)
-        expanded = [p for p in prompts for _ in range(n)]
-        mm = [x for x in (mm or []) for _ in range(n)]
+        expanded = [p.ids for p in prompts for _ in range(n)]
+        mm = [p.mm for p in prompts for _ in range(n)]
         dev = next(self.model.parameters()).device
         ids, mask = left_pad(expanded, self.tok.pad_token_id)
         ids, mask = ids.to(dev), mask.to(dev)
@@ -115,6 +123,31 @@ class HFEngine:
         if on_finish:   # transformers returns the whole batch at once
             for i in range(len(prompts)): on_finish(i, [resp[j][rmask[j].bool()].tolist() for j in range(i * n, (i + 1) * n)])
         return Rollout(ids, mask, resp, rmask, logp, reasons, torch.arange(len(prompts), device=dev).repeat_interleave(n), mm)
+
+# %% ../nbs/06_rollout.ipynb #ea6d7be0
+@runtime_checkable
+class RolloutEngine(Protocol):
+    "What the trainer asks of a rollout engine."
+    @classmethod
+    def from_config(cls, model, tok, adapter, processor, cfg)->RolloutEngine: ...
+    def generate(self, prompts:list[Prompt], n:int=1, greedy:bool=False, seed:int|None=None, on_finish=None)->Rollout: ...
+    def sleep(self): ...
+    def wake(self, tags=('weights', 'kv_cache')): ...
+    def sync_weights(self, model)->dict: ...
+    def close(self): ...
+
+ENGINES = {'hf': 'omni_gspo.rollout:HFEngine', 'vllm': 'omni_gspo.vllm_engine:VLLMEngine',
+           'vllm_omni': 'omni_gspo.vllm_engine:VLLMOmniEngine'}
+
+def register_engine(name:str, where:str): # where: 'module:Class' of a `RolloutEngine`
+    "Make `rollout.engine=name` build the engine class at `where`."
+    ENGINES[name] = where
+
+def engine_class(name:str)->type:
+    "The engine class registered as `name` (`rollout.engine`), imported now."
+    if name not in ENGINES: raise ConfigError(f"rollout.engine={name!r} is not a registered engine; known: {', '.join(ENGINES)}")
+    module, cls = ENGINES[name].split(':')
+    return getattr(importlib.import_module(module), cls)
 
 # %% ../nbs/06_rollout.ipynb #2249eac6
 def rollout_parity(rollout_logp:torch.Tensor, actor_logp:torch.Tensor, mask:torch.Tensor,

@@ -19,16 +19,14 @@ from .platform import peak_memory_gb, torch_device
 from .model import adapter_for, base_model, configure_trainable, load_model, load_tokenizer, lora_modules, resolve_model_path
 from .rewards import part_means, score_batch, val_metrics
 from .algos import group_advantages, rollout_correction_metrics, rollout_correction_weights, zero_std_groups
-from .rollout import HFEngine, rollout_parity
-from .vllm_engine import prompt_media
+from .rollout import engine_class, rollout_parity
 from .actor import Actor
 from .records import RECORDS_DIR, data_file_path, record_steps, rollout_records, write_rollout_records
 from .loggers import make_loggers
 
 # %% auto #0
 __all__ = ['check_config', 'list_checkpoints', 'save_checkpoint', 'load_checkpoint', 'trim_metrics', 'validate',
-           'StreamingScorer', 'make_engine', 'check_parity', 'rollout_step', 'RunResult', 'run_folder', 'load_teacher',
-           'train']
+           'StreamingScorer', 'check_parity', 'rollout_step', 'RunResult', 'run_folder', 'load_teacher', 'train']
 
 # %% ../nbs/09_trainer.ipynb #4fab6939
 def check_config(cfg:Config):
@@ -115,7 +113,7 @@ def validate(engine, tok, prompts, rcfg, batch:int=64, # prompts per greedy gene
     texts = []
     for s in range(0, len(prompts), batch):
         chunk = prompts[s:s + batch]
-        ro = engine.generate([p.ids for p in chunk], n=1, greedy=True, mm=[p.mm for p in chunk], media=[prompt_media(p.example) for p in chunk])
+        ro = engine.generate(chunk, n=1, greedy=True)
         texts += [tok.decode(ids[m.bool()], skip_special_tokens=True) for ids, m in zip(ro.response_ids.cpu(), ro.response_mask.cpu())]
     exs = [p.example for p in prompts]
     ds = [e.data_source for e in exs]
@@ -147,15 +145,6 @@ class StreamingScorer:
         return texts, scores, details, m | part_means([self.batch[i].example.data_source for i in range(len(self.batch)) for _ in self.parts[i][0]], details)
 
 # %% ../nbs/09_trainer.ipynb #06bc87f6
-def make_engine(model, tok, adapter, processor, cfg):
-    "The rollout engine named by `rollout.engine`, holding the actor's current weights."
-    name, rc, banned = cfg.rollout.engine, cfg.rollout, adapter.banned_token_ids(model)
-    if name == 'hf': return HFEngine(model, tok, rc, banned)
-    from omni_gspo import vllm_engine
-    cls = vllm_engine.VLLMEngine if name == 'vllm' else vllm_engine.VLLMOmniEngine
-    return cls(model, tok, rc, processor=processor, banned=banned, max_model_len=cfg.data.max_prompt_length + rc.response_length,
-               seed=cfg.trainer.seed, **vllm_engine.vllm_settings(rc.vllm))
-
 def check_parity(par:dict, min_pearson:float, step:int):
     "Stop the run when rollout and actor disagree: the engine is sampling from weights the actor no longer has."
     r = par['training/rollout_actor_probs_pearson_corr']
@@ -170,8 +159,7 @@ def rollout_step(step:int, batch, engine, actor, tok, cfg,
     "Rollout, reward, advantages, old log-probs and update for one batch of prompts; metrics, texts and rewards."
     t0 = time.perf_counter()
     scorer = StreamingScorer(batch, tok, cfg.reward)
-    ro = engine.generate([p.ids for p in batch], n=cfg.rollout.n, seed=cfg.trainer.seed * 1_000_003 + step,
-                         mm=[p.mm for p in batch], media=[prompt_media(p.example) for p in batch], on_finish=scorer)
+    ro = engine.generate(batch, n=cfg.rollout.n, seed=cfg.trainer.seed * 1_000_003 + step, on_finish=scorer)
     engine.sleep()
     t1 = time.perf_counter()
     texts, rewards, details, rmetrics = scorer.results()
@@ -278,7 +266,7 @@ def train(cfg:Config, log=print)->RunResult:
     teacher = load_teacher(cfg.algorithm.opd_teacher, cfg.model, device, log)
     actor = Actor(model, cfg.actor, cfg.algorithm, adapter, teacher, temperature=cfg.rollout.temperature, total_steps=total)
     start = load_checkpoint(resume_from, model, actor.opt, actor.sched) + 1 if resume_from else 1
-    engine = make_engine(model, tok, adapter, processor, cfg)
+    engine = engine_class(cfg.rollout.engine).from_config(model, tok, adapter, processor, cfg)
     metrics_path, ck = out/'metrics.jsonl', resume_from
     data_file = data_file_path(cfg.data.train_file, False, cfg.data.generated_train_size, tc.seed)
     trim_metrics(metrics_path, start - 1) if resume_from else metrics_path.unlink(missing_ok=True)

@@ -199,6 +199,13 @@ class VLLMEngine:
         self._push(export_weights(model, merge_lora=lora_sync == 'merge'))
         if lora_sync == 'adapter': self._new_adapter(model)
 
+    @classmethod
+    def from_config(cls, model, tok, adapter, processor, cfg):
+        "The engine the trainer builds: sampling from `cfg.rollout`, vLLM's settings from `cfg.rollout.vllm`."
+        rc = cfg.rollout
+        return cls(model, tok, rc, processor=processor, banned=adapter.banned_token_ids(model), seed=cfg.trainer.seed,
+                   max_model_len=cfg.data.max_prompt_length + rc.response_length, **vllm_settings(rc.vllm))
+
     def _make_llm(self, folder, kw):
         from vllm import LLM
         if kw.get('tensor_parallel_size', 1) > 1:   # worker processes would need a serialising transport (vllm_cpu.md §4b)
@@ -267,23 +274,21 @@ class VLLMEngine:
         return outs
 
     @torch.no_grad()
-    def generate(self, prompts:list[list[int]], # expanded prompt token ids, one list per prompt
+    def generate(self, prompts:list, # `Prompt`s: expanded token ids, the raw media (for vLLM) and the processor's features (for the actor)
                  n:int=1, # samples per prompt
                  greedy:bool=False, # argmax decoding (validation)
                  seed:int|None=None,
-                 mm:list[dict]|None=None, # per prompt: processor features, kept in the rollout for the actor
-                 media:list[dict|None]|None=None, # per prompt: raw media for vLLM (`prompt_media`), None for text
                  on_finish=None, # on_finish(i, responses): prompt i's n response token lists, as soon as vLLM finishes them
                 )->Rollout:
         "Sample `n` responses for each prompt."
         if self.asleep: raise RuntimeError(f"generate() while the engine sleeps ({', '.join(sorted(self.asleep))}): call wake() first")
-        media = [None] * len(prompts) if media is None else media
-        if len(media) != len(prompts): raise ValueError(f"{len(media)} media entries for {len(prompts)} prompts; pass one (or None) per prompt")
-        if any(media) and (mm is None or len(mm) != len(prompts)):
-            raise ValueError("multimodal prompts need their processor features in `mm` too, one dict per prompt: the actor recomputes with them")
+        media = [prompt_media(p.example) for p in prompts]
+        if any(m and not p.mm for m, p in zip(media, prompts)):
+            raise ValueError("multimodal prompts need their processor features (`Prompt.mm`) too: the actor recomputes with them")
         params = [self._sampling(n, greedy, None if seed is None else seed + i * n) for i in range(len(prompts))]
-        outs = self._generate(self._requests(prompts, media), params, on_finish)
-        return self._rollout(prompts, outs, n, [x for x in (mm or []) for _ in range(n)])
+        ids = [p.ids for p in prompts]
+        outs = self._generate(self._requests(ids, media), params, on_finish)
+        return self._rollout(ids, outs, n, [p.mm for p in prompts for _ in range(n)])
 
     def _rollout(self, prompts, outs, n, mm)->Rollout:
         pad, resp, logp, why = self.tok.pad_token_id, [], [], []

@@ -49,7 +49,7 @@ def evaluate(engine, tok, path:Path, max_prompt_length:int, batch:int)->tuple[di
     out = []
     for s in range(0, len(prompts), batch):
         chunk = prompts[s:s + batch]
-        ro = engine.generate([p.ids for p in chunk], n=1, greedy=True)
+        ro = engine.generate(chunk, n=1, greedy=True)
         for p, ids, m, why in zip(chunk, ro.response_ids.cpu(), ro.response_mask.cpu(), ro.finish_reasons):
             text = tok.decode(ids[m.bool()], skip_special_tokens=True)
             r = rows[p.example.index]
