@@ -40,6 +40,7 @@ def metrics_figure(rows:list[dict], keys:list[str]|None=None, cols:int=3)->go.Fi
         fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode='lines+markers', name=k),
                       row=i // cols + 1, col=i % cols + 1)
     fig.update_layout(height=260 * nrows, showlegend=False, margin=dict(t=40, l=40, r=20, b=30))
+    fig.update_yaxes(tickformat='.4~g', hoverformat='.6~g')   # 4 significant digits: a flat 0.99999999999 curve reads '1', not 0.9999999999995
     return fig
 
 def write_metrics_html(rows:list[dict], path:str|Path)->Path:
