@@ -18,7 +18,7 @@ from .data import DataError, Example, Prompt
 __all__ = ['PLACEHOLDERS', 'PLACEHOLDER_RE', 'NO_VIDEO', 'SAMPLE_RATE', 'HOP', 'SOUNDFILE_MAGIC', 'MM_KEYS', 'GENERATED_SPLITS',
            'content_parts', 'count_parts', 'parse_prompt', 'MediaError', 'load_image', 'pad_to_hop', 'wav_truncation',
            'ffmpeg_exe', 'load_audio', 'example_from_rl_row', 'rl_examples', 'encode_example', 'encode_examples',
-           'collate_mm', 'generated_rl_file', 'load_split', 'csv_rl_rows', 'csv_to_rl']
+           'collate_mm', 'generated_rl_file', 'generated_task', 'load_split', 'csv_rl_rows', 'csv_to_rl']
 
 # %% ../nbs/03a_media.ipynb #e4445c62
 PLACEHOLDERS = {'<image>': 'image', '<audio>': 'audio', '<video>': 'video'}
@@ -229,13 +229,18 @@ def generated_rl_file(task:str, # 'gsm8k', 'mmk12' or 'avqa'
     convert = {'gsm8k': gsm8k.convert_gsm8k, 'mmk12': mmk12.convert_mmk12, 'avqa': avqa.convert_avqa}[task]
     return build_once(f'rl-{task}-n{n}-s{seed}-v2', lambda d: convert(src, d))/f'{GENERATED_SPLITS[task][val]}.parquet'
 
+def generated_task(path:str # data.train_file / data.val_file
+                  )->str|None:
+    "The generated task a data path names: 'gsm8k' for '', X for 'generated:X', None for a file."
+    return 'gsm8k' if path == '' else path.removeprefix('generated:') if path.startswith('generated:') else None
+
 def load_split(path:str, # data.train_file / data.val_file
                what:str, # 'train file' or 'val file'
                generated:int, # rows to generate for '' and 'generated:*'
                seed:int, skip_bad:bool=False)->tuple[list[Example], dict[str, int]]:
     "Examples for one split, and rows dropped per reason."
     from omni_gspo.data import gsm8k_examples, load_examples, read_rows
-    task = 'gsm8k' if path == '' else path.removeprefix('generated:') if path.startswith('generated:') else None
+    task = generated_task(path)
     if task == 'gsm8k': return load_examples('', what, generated, seed), {}
     if task is not None:
         if task not in GENERATED_SPLITS: raise DataError(f"{what} {path!r}: unknown generated task; expected one of {', '.join('generated:' + t for t in GENERATED_SPLITS)}")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 from .data import DataError, write_rows
-from .media import generated_rl_file
+from .media import generated_rl_file, generated_task
 
 # %% auto #0
 __all__ = ['RECORD_COLUMNS', 'RECORDS_DIR', 'data_file_path', 'prompt_text', 'reward_parts', 'pick_groups', 'rollout_records',
@@ -21,7 +21,7 @@ def data_file_path(path:str, # `data.train_file` or `data.val_file`
                    generated:int, seed:int, # `data.generated_*_size` and the split's seed, as the trainer passes them to `load_split`
                   )->str:
     "The file the trainer reads for `path`: the cached RL parquet for a generated multimodal source, '' for generated text problems."
-    task = 'gsm8k' if path == '' else path.removeprefix('generated:') if path.startswith('generated:') else None
+    task = generated_task(path)
     if task is None: return path
     return '' if task == 'gsm8k' else str(generated_rl_file(task, val, generated, seed))
 
