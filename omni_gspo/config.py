@@ -79,6 +79,8 @@ class ActorConfig(Section):
     ppo_mini_batch_size: int = 4    # prompts per optimizer step; train_batch_size / this = updates per step
     ppo_max_token_len_per_gpu: int = 16384 # tokens per forward (rows × padded length); a mini-batch is split into micro-batches within it
     activation_checkpointing: bool = False # recompute each decoder layer's activations in the backward pass (memory for time)
+    fsdp: bool = False              # shard the actor with FSDP2 (one unit per decoder layer); one rank for now
+    fsdp_cpu_offload: bool = False  # with fsdp: keep parameter shards, gradients and the optimizer step in host memory
 
 @dataclass(eq=False, repr=False)
 class VLLMConfig(Section):

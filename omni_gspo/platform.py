@@ -5,6 +5,7 @@
 # %% ../nbs/00a_platform.ipynb #19a625f5
 from __future__ import annotations
 import importlib, os, resource
+import torch.distributed as dist
 from dataclasses import dataclass
 import torch
 from .config import ConfigError
@@ -12,7 +13,7 @@ from .config import ConfigError
 # %% auto #0
 __all__ = ['HARDWARE', 'DEVICE_TYPE', 'VISIBLE_DEVICES', 'DIST_BACKEND', 'ENV_DEFAULTS', 'PlatformError', 'npu_module',
            'check_hardware', 'DistEnv', 'dist_env', 'torch_device', 'device_count', 'dist_backend',
-           'visible_devices_var', 'peak_memory_gb', 'apply_env_defaults']
+           'ensure_process_group', 'visible_devices_var', 'peak_memory_gb', 'apply_env_defaults']
 
 # %% ../nbs/00a_platform.ipynb #4e1f3981
 HARDWARE = ('cpu', 'gpu', 'npu')
@@ -90,6 +91,14 @@ DIST_BACKEND = {'cpu': 'gloo', 'gpu': 'nccl', 'npu': 'hccl'}
 def dist_backend(hardware:str)->str:
     "The `torch.distributed` backend for `hardware`."
     return DIST_BACKEND[_known(hardware)]
+
+def ensure_process_group(hardware:str)->bool:
+    "Join this process's `torch.distributed` group (env:// with several ranks, a one-rank group otherwise); True if this call made it."
+    if dist.is_initialized(): return False
+    d = dist_env()
+    if d.world_size > 1: dist.init_process_group(dist_backend(hardware), rank=d.rank, world_size=d.world_size)   # MASTER_ADDR/PORT from the launcher
+    else: dist.init_process_group(dist_backend(hardware), store=dist.HashStore(), rank=0, world_size=1)
+    return True
 
 def visible_devices_var(hardware:str)->str|None:
     "The environment variable that restricts which devices of `hardware` a process sees (`None` on CPU)."

@@ -15,8 +15,10 @@ from tqdm.auto import tqdm
 from .config import Config, ConfigError, VLLMConfig, atomic_dir, atomic_write_text, config_dict, save_config
 from .data import batch_indices, encode_prompts, steps_per_epoch
 from .media import encode_examples, load_split
-from .platform import peak_memory_gb, torch_device
-from .model import adapter_for, base_model, configure_trainable, load_model, load_tokenizer, lora_modules, resolve_model_path
+import torch.distributed as dist
+from .platform import dist_env, ensure_process_group, peak_memory_gb, torch_device
+from .fsdp import shard_model
+from .model import adapter_for, base_model, configure_trainable, full_tensor, load_model, load_tokenizer, lora_modules, resolve_model_path
 from .rewards import part_means, score_batch, val_metrics
 from .algos import group_advantages, rollout_correction_metrics, rollout_correction_weights, zero_std_groups
 from .rollout import engine_class, rollout_parity
@@ -26,7 +28,8 @@ from .loggers import make_loggers
 
 # %% auto #0
 __all__ = ['check_config', 'list_checkpoints', 'save_checkpoint', 'load_checkpoint', 'trim_metrics', 'validate',
-           'StreamingScorer', 'check_parity', 'rollout_step', 'RunResult', 'run_folder', 'load_teacher', 'train']
+           'StreamingScorer', 'check_parity', 'rollout_step', 'RunResult', 'run_folder', 'shard_actor', 'load_teacher',
+           'train']
 
 # %% ../nbs/09_trainer.ipynb #4fab6939
 def check_config(cfg:Config):
@@ -44,6 +47,8 @@ def check_config(cfg:Config):
               (a.optim.lr > 0, 'actor.optim.lr must be > 0'),
               (d.val_batch_size >= 1 and cfg.trainer.max_minutes >= 0, 'data.val_batch_size must be >= 1 and trainer.max_minutes >= 0'),
               (cfg.logging.rollout_groups >= 0, f'logging.rollout_groups must be >= 0, got {cfg.logging.rollout_groups}'),
+              (a.fsdp or not a.fsdp_cpu_offload, 'actor.fsdp_cpu_offload=true needs actor.fsdp=true'),
+              (dist_env().world_size == 1, f'WORLD_SIZE={dist_env().world_size}: the trainer runs one rank for now (several ranks: FSDP2 is in 07b_fsdp, the data-parallel loop is not written yet)'),
               (cfg.trainer.keep_checkpoints >= 1, f'trainer.keep_checkpoints must be >= 1, got {cfg.trainer.keep_checkpoints}'),
               (cfg.trainer.max_steps >= 0 and cfg.trainer.total_epochs >= 1, 'trainer.max_steps must be >= 0 and trainer.total_epochs >= 1')]
     for ok, msg in checks:
@@ -76,7 +81,8 @@ def save_checkpoint(out:Path, step:int, model, opt, keep:int=2, sched=None)->Pat
     with atomic_dir(out/'checkpoints'/f'step_{step}') as tmp:
         state = _training_state(model, opt)
         _dcp(dcp.save, state, tmp)
-        if lora_modules(model): model.save_pretrained(tmp)
+        if lora_modules(model):   # the adapter in peft's format too, its shards gathered
+            model.save_pretrained(tmp, state_dict={k: full_tensor(v) for k, v in model.state_dict().items() if '.lora_' in k})
         torch.save({'torch_rng': torch.get_rng_state(), 'python_rng': random.getstate(),
                     'scheduler': sched.state_dict() if sched else None}, tmp/'train_state.pt')
         (tmp/'state.json').write_text(json.dumps({'step': step, 'trainable_tensors': len(state['model'])}))
@@ -233,6 +239,16 @@ def run_folder(output_dir:str, # `trainer.output_dir`; a last part '{time}' beco
         raise ConfigError(f"trainer.output_dir {str(out)!r} holds checkpoints up to step {cks[-1][0]}; set trainer.resume=auto to continue, or choose another output_dir")
     return out, cks[-1][1] if cks else None
 
+def shard_actor(model, cfg)->bool:
+    "Activation checkpointing and FSDP2 sharding of the actor as `cfg.actor` asks; True if a process group was made for it."
+    a = cfg.actor
+    if not a.fsdp:
+        if a.activation_checkpointing: base_model(model).gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': False})
+        return False
+    own = ensure_process_group(cfg.hardware.device)
+    shard_model(model, cpu_offload=a.fsdp_cpu_offload, activation_checkpointing=a.activation_checkpointing)
+    return own
+
 def load_teacher(path:str, mcfg, device, log):
     "The frozen distillation teacher at `path` ('' = no distillation)."
     if not path: return None
@@ -257,7 +273,7 @@ def train(cfg:Config, log=print)->RunResult:
     spe = steps_per_epoch(len(train_ps), cfg.data.train_batch_size)
     total = tc.max_steps or tc.total_epochs * spe
     model = configure_trainable(load_model(mpath, cfg.model.dtype, device), cfg.model)
-    if cfg.actor.activation_checkpointing: base_model(model).gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': False})
+    own_group = shard_actor(model, cfg)
     n_train = sum(p.numel() for p in model.parameters() if p.requires_grad)
     adapted = lora_modules(model)
     what = f"LoRA on {len(adapted)} modules" if adapted else "full parameters"
@@ -291,7 +307,9 @@ def train(cfg:Config, log=print)->RunResult:
             for t, r in list(zip(texts, rewards))[:lc.print_samples]: tqdm.write(f"[step {step}] reward={r:.2f} | {t[:200]!r}")
             if out_of_time:
                 log(f"trainer.max_minutes={tc.max_minutes} reached after step {step}; resume with trainer.resume=auto"); last = step; break
-    finally: bar.close(); loggers.close(); engine.close()   # also when a step fails: files are complete, the engine's memory is released
+    finally:   # also when a step fails: files are complete, the engine's memory is released
+        bar.close(); loggers.close(); engine.close()
+        if own_group and dist.is_initialized(): dist.destroy_process_group()
     plot = out/'metrics.html' if lc.plot and metrics_path.exists() else None
     if start > total: log(f"nothing to do: checkpoint at step {start - 1} already reaches the {total} steps asked for")
     log(f"metrics:    {metrics_path}\nplot:       {plot}\ncheckpoint: {ck}")
