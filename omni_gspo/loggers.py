@@ -6,9 +6,9 @@
 from __future__ import annotations
 import importlib.util, json, math, os, time
 from pathlib import Path
-from .config import ConfigError, atomic_write_text
+from .config import ConfigError
 from .platform import dist_env
-from .viz import CURVES, metrics_figure, read_metrics
+from .viz import CURVES, metrics_figure, read_metrics, write_metrics_html
 
 # %% auto #0
 __all__ = ['CONSOLE_KEYS', 'LOGGERS', 'PACKAGES', 'JsonlLogger', 'ConsoleLogger', 'TensorBoardLogger', 'wandb_mode',
@@ -117,7 +117,7 @@ class DashboardLogger:
             else: self.handle.update(bundle, raw=True)
         if time.monotonic() - self.written >= self.every_s: self.write()
     def write(self):
-        atomic_write_text(self.path, self.figure().to_html(include_plotlyjs=True)); self.written = time.monotonic()
+        write_metrics_html(self.rows, self.path, dashboard_keys(self.rows)); self.written = time.monotonic()
     def close(self):
         if self.rows: self.write()
 

@@ -13,7 +13,7 @@ from .media import generated_rl_file, generated_task
 
 # %% auto #0
 __all__ = ['RECORD_COLUMNS', 'RECORDS_DIR', 'data_file_path', 'prompt_text', 'reward_parts', 'pick_groups', 'rollout_records',
-           'write_rollout_records', 'record_steps', 'read_rollout_records']
+           'record_path', 'write_rollout_records', 'record_steps', 'drop_rollout_records', 'read_rollout_records']
 
 # %% ../nbs/07a_records.ipynb #313c2319
 def data_file_path(path:str, # `data.train_file` or `data.val_file`
@@ -88,14 +88,23 @@ def rollout_records(step:int, # training step
 # %% ../nbs/07a_records.ipynb #aee234b7
 RECORDS_DIR = 'rollouts'
 
+def record_path(run_dir:str|Path, step:int)->Path:
+    "Where the records of `step` live: `run_dir/rollouts/step_{step:06d}.parquet`."
+    return Path(run_dir)/RECORDS_DIR/f'step_{step:06d}.parquet'
+
 def write_rollout_records(run_dir:str|Path, step:int, df:pd.DataFrame)->Path:
     "Write `df` (records of `step`) to `run_dir/rollouts/step_{step:06d}.parquet`, atomically."
     if len(df) and set(df.step) != {step}: raise ValueError(f"write_rollout_records: step {step}, but the records are of step(s) {sorted(set(df.step))}")
-    return write_rows(df.to_dict('records'), Path(run_dir)/RECORDS_DIR/f'step_{step:06d}.parquet')
+    return write_rows(df.to_dict('records'), record_path(run_dir, step))
 
 def record_steps(run_dir:str|Path)->list[int]:
     "The steps with records under `run_dir`, in order."
     return sorted(int(p.stem.removeprefix('step_')) for p in (Path(run_dir)/RECORDS_DIR).glob('step_*.parquet'))
+
+def drop_rollout_records(run_dir:str|Path, after:int):
+    "Delete the records of the steps after `after` (a resumed run redoes those steps)."
+    for s in record_steps(run_dir):
+        if s > after: record_path(run_dir, s).unlink()
 
 def read_rollout_records(run_dir:str|Path, # a run folder (`trainer.output_dir`)
                          steps:list[int]|None=None, # only these steps (default: all there are)
@@ -105,5 +114,5 @@ def read_rollout_records(run_dir:str|Path, # a run folder (`trainer.output_dir`)
     todo = [s for s in record_steps(run_dir) if steps is None or s in steps]
     dfs = []
     for s in todo:
-        with open(Path(run_dir)/RECORDS_DIR/f'step_{s:06d}.parquet', 'rb') as f: dfs.append(pd.read_parquet(f))   # one open: one version
+        with open(record_path(run_dir, s), 'rb') as f: dfs.append(pd.read_parquet(f))   # one open: one version
     return pd.concat(dfs, ignore_index=True) if dfs else pd.DataFrame(columns=RECORD_COLUMNS)

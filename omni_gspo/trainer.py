@@ -23,7 +23,7 @@ from .rewards import part_means, score_batch, val_metrics
 from .algos import group_advantages, rollout_correction_metrics, rollout_correction_weights, zero_std_groups
 from .rollout import engine_class, rollout_parity
 from .actor import Actor
-from .records import RECORDS_DIR, data_file_path, record_steps, rollout_records, write_rollout_records
+from .records import data_file_path, drop_rollout_records, rollout_records, write_rollout_records
 from .loggers import make_loggers
 
 # %% auto #0
@@ -231,8 +231,8 @@ def run_folder(output_dir:str, # `trainer.output_dir`; a last part '{time}' beco
         return p, cks[-1][1]
     out = Path(output_dir)
     if out.name == '{time}':
-        runs = sorted((ck, d) for d in out.parent.glob('*') if d.is_dir() for _, ck in list_checkpoints(d)[-1:])
-        if resume == 'auto' and runs: return runs[-1][0].parent.parent, runs[-1][0]
+        newest = sorted(ck for d in out.parent.glob('*') if d.is_dir() for _, ck in list_checkpoints(d)[-1:])   # time-named runs sort in time
+        if resume == 'auto' and newest: return newest[-1].parent.parent, newest[-1]
         return out.with_name(now), None
     cks = list_checkpoints(out)
     if cks and resume == 'off':
@@ -286,8 +286,7 @@ def train(cfg:Config, log=print)->RunResult:
     metrics_path, ck = out/'metrics.jsonl', resume_from
     data_file = data_file_path(cfg.data.train_file, False, cfg.data.generated_train_size, tc.seed)
     trim_metrics(metrics_path, start - 1) if resume_from else metrics_path.unlink(missing_ok=True)
-    for s in record_steps(out):   # records of steps the checkpoint does not reach are redone
-        if s >= start: (out/RECORDS_DIR/f'step_{s:06d}.parquet').unlink()
+    drop_rollout_records(out, start - 1)   # steps the checkpoint does not reach are redone
     log(f"run folder: {out}" + (f"; resumed from {resume_from} at step {start}" if resume_from else ''))
     loggers = make_loggers(lc.loggers, out, config_dict(cfg), live=lc.plot, write=tqdm.write)
     bar = tqdm(range(start, total + 1), disable=not lc.progress_bar, desc='gspo', initial=start - 1, total=total)

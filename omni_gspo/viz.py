@@ -4,7 +4,7 @@
 
 # %% ../nbs/08_viz.ipynb #0edf61fb
 from __future__ import annotations
-import json, math, os, tempfile
+import json, math
 from pathlib import Path
 import html as _html, io
 import ipywidgets as widgets
@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 import soundfile as sf
 from IPython.display import display
 from plotly.subplots import make_subplots
+from .config import atomic_write_text
 from .data import DataError, read_rows
 from .media import SAMPLE_RATE, PLACEHOLDER_RE, example_from_rl_row
 from .records import prompt_text, read_rollout_records
@@ -43,13 +44,10 @@ def metrics_figure(rows:list[dict], keys:list[str]|None=None, cols:int=3)->go.Fi
     fig.update_yaxes(tickformat='.4~g', hoverformat='.6~g')   # 4 significant digits: a flat 0.99999999999 curve reads '1', not 0.9999999999995
     return fig
 
-def write_metrics_html(rows:list[dict], path:str|Path)->Path:
-    "Save `metrics_figure(rows)` as a standalone HTML file (atomically)."
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.html'); os.close(fd)
-    try: metrics_figure(rows).write_html(tmp, include_plotlyjs=True); os.replace(tmp, path)
-    except BaseException: Path(tmp).unlink(missing_ok=True); raise
-    return path
+def write_metrics_html(rows:list[dict], path:str|Path, keys:list[str]|None=None)->Path:
+    "Save `metrics_figure(rows, keys)` as a standalone HTML file (atomically)."
+    atomic_write_text(path, metrics_figure(rows, keys).to_html(include_plotlyjs=True))
+    return Path(path)
 
 # %% ../nbs/08_viz.ipynb #ce330c01
 def _png(im, size:int)->bytes:
