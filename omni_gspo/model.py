@@ -298,13 +298,15 @@ def hidden_states_only(model):
     try: yield head
     finally: base.set_output_embeddings(head)
 
-def _chunk_scores(head, h, targets, banned, temperature):
-    "Log-probs of `targets` and entropies under softmax(head(h) / temperature) with the `banned` ids removed."
+def _chunk_scores(head, h, targets, banned, temperature, with_entropy):
+    "Log-probs of `targets` (and entropies) under softmax(head(h) / temperature) with the `banned` ids removed."
     logits = head(h).float() / temperature
     if banned is not None: logits = logits.index_fill(-1, banned, float('-inf'))
     logp = torch.log_softmax(logits, -1)
+    picked = logp.gather(-1, targets[..., None])[..., 0]
+    if not with_entropy: return (picked,)
     p = logp.exp()
-    return logp.gather(-1, targets[..., None])[..., 0], -(p * logp.masked_fill(p == 0, 0.0)).sum(-1)
+    return picked, -(p * logp.masked_fill(p == 0, 0.0)).sum(-1)
 
 def completion_logprobs(model, input_ids:torch.Tensor, # [B, P+R]: left-padded prompts then responses
                         attention_mask:torch.Tensor, # [B, P+R]
@@ -324,6 +326,6 @@ def completion_logprobs(model, input_ids:torch.Tensor, # [B, P+R]: left-padded p
     ban = torch.tensor(banned, device=h.device) if banned else None
     if not temperature > 0: raise ValueError(f"temperature must be > 0, got {temperature}")
     run = (lambda *a: checkpoint(_chunk_scores, *a, use_reentrant=False)) if torch.is_grad_enabled() else _chunk_scores
-    parts = [run(head, h[i:i + chunk], targets[i:i + chunk], ban, temperature) for i in range(0, B * R, chunk)]
-    logp, ent = (torch.cat(t).view(B, R) for t in zip(*parts))
-    return (logp, ent) if with_entropy else logp
+    parts = [run(head, h[i:i + chunk], targets[i:i + chunk], ban, temperature, with_entropy) for i in range(0, B * R, chunk)]
+    out = tuple(torch.cat(t).view(B, R) for t in zip(*parts))   # (logp,) or (logp, entropy)
+    return out if with_entropy else out[0]
