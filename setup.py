@@ -16,6 +16,7 @@ extras = {
     'vllm': ['vllm>=0.11'],
     'loggers': ['tensorboard', 'wandb'],   # logging.loggers=tensorboard,wandb
     'npu': ['torch-npu'],
+    'ray': ['ray>=2.40'],   # several devices or machines: hardware.nnodes × hardware.gpus_per_node > 1
 }
 
 setuptools.setup(

@@ -4,12 +4,13 @@
 
 # %% ../nbs/07_actor.ipynb #7ade2807
 from __future__ import annotations
-import math
+import math, warnings
 import torch
 from fastcore.basics import patch
 from .algos import agg_loss, kl_loss, opd_loss, policy_loss
 from .config import ConfigError
-from .model import completion_logprobs, lora_modules, module_mode
+from .model import completion_logprobs, full_tensor, lora_modules, module_mode
+from .platform import all_reduce_values, world_size
 
 # %% auto #0
 __all__ = ['SUMMED', 'loss_kwargs', 'lr_factor', 'micro_batches', 'Actor', 'merge_micro_metrics']
@@ -55,7 +56,10 @@ class Actor:
                  temperature:float=1.0, # the rollout's sampling temperature (the temperature rule)
                  total_steps:int=1, # training steps of the run, for the learning-rate schedule
                 ):
-        self.model, self.adapter, self.teacher, self.mini_batch = model, adapter, teacher, acfg.ppo_mini_batch_size
+        self.model, self.adapter, self.teacher, self.world = model, adapter, teacher, world_size()
+        if acfg.ppo_mini_batch_size % self.world:
+            raise ConfigError(f"actor.ppo_mini_batch_size={acfg.ppo_mini_batch_size} must be a multiple of the {self.world} data-parallel ranks")
+        self.mini_batch = acfg.ppo_mini_batch_size // self.world       # this rank's prompts per mini-batch
         self.temperature, self.agg, self.token_budget = temperature, algo.loss_agg_mode, acfg.ppo_max_token_len_per_gpu
         if self.token_budget < 1: raise ConfigError(f"actor.ppo_max_token_len_per_gpu must be >= 1, got {self.token_budget}")
         self.params = [p for p in model.parameters() if p.requires_grad]
@@ -69,12 +73,14 @@ class Actor:
 
 # %% ../nbs/07_actor.ipynb #58dfa74d
 @patch
-def _micro(self:Actor, ro, rows:torch.Tensor)->list[torch.Tensor]:
-    "`rows` split into micro-batches of at most `ppo_max_token_len_per_gpu` padded tokens."
+def _micro(self:Actor, ro, rows:torch.Tensor)->tuple[list[torch.Tensor], int]:
+    "`rows` split into micro-batches of at most `ppo_max_token_len_per_gpu` padded tokens, repeated up to the busiest rank's count; how many are real."
     P = ro.prompt_ids.shape[1]
     am = ro.attention_mask[rows]
-    groups = micro_batches(am[:, :P].sum(-1).tolist(), am[:, P:].sum(-1).tolist(), self.token_budget)
-    return [rows[torch.tensor(g, device=rows.device)] for g in groups]
+    groups = [rows[torch.tensor(g, device=rows.device)] for g in
+              micro_batches(am[:, :P].sum(-1).tolist(), am[:, P:].sum(-1).tolist(), self.token_budget)]
+    most = int(all_reduce_values([len(groups)], 'max')[0])
+    return groups + groups[-1:] * (most - len(groups)), len(groups)
 
 @patch
 def _logprobs(self:Actor, ro, rows:torch.Tensor, model=None, with_entropy=False):
@@ -96,8 +102,8 @@ def _logprobs(self:Actor, ro, rows:torch.Tensor, model=None, with_entropy=False)
 def _scored(self:Actor, ro, model)->torch.Tensor:
     "Log-probs [N, R] of every row under `model`, micro-batch by micro-batch, in eval mode, masked."
     with torch.no_grad(), module_mode(model, False):
-        rows = torch.arange(ro.response_ids.shape[0], device=ro.response_ids.device)
-        return torch.cat([self._logprobs(ro, r, model) for r in self._micro(ro, rows)]) * ro.response_mask
+        groups, real = self._micro(ro, torch.arange(ro.response_ids.shape[0], device=ro.response_ids.device))
+        return torch.cat([self._logprobs(ro, r, model) for r in groups][:real]) * ro.response_mask
 
 @patch
 def logprobs(self:Actor, ro)->torch.Tensor:
@@ -132,12 +138,13 @@ def _nothing_to_learn(self:Actor, adv_rows, mask_rows, teacher_logp)->bool:
     "True when a mini-batch's loss has no gradient: no kept token, or only zero advantages and no other term."
     if teacher_logp is not None: return False                       # the teacher's signal needs no advantage
     has_tok = mask_rows.sum(-1) > 0
-    if not bool(has_tok.any()): return True
-    return not (self.entropy_coeff or self.kl_coef) and bool((adv_rows[has_tok] == 0).all())
+    here = not bool(has_tok.any()) or (not (self.entropy_coeff or self.kl_coef) and bool((adv_rows[has_tok] == 0).all()))
+    return bool(all_reduce_values([float(here)], 'min')[0])          # only when no rank has anything
 
 def _divisors(mask)->dict:
-    "Mini-batch divisors of `agg_loss`: responses with a token, and tokens."
-    return dict(num_seqs=(mask.sum(-1) > 0).sum().clamp(min=1).item(), num_tokens=mask.sum().clamp(min=1).item())
+    "Mini-batch divisors of `agg_loss`, summed over ranks: responses with a token, and tokens."
+    seqs, toks = all_reduce_values([float((mask.sum(-1) > 0).sum()), float(mask.sum())])
+    return dict(num_seqs=max(seqs, 1.0), num_tokens=max(toks, 1.0))
 
 @patch
 def _micro_loss(self:Actor, ro, rows, adv, old_logp, mask, div, seq_weights, ref_logp, teacher_logp, opd_div)->tuple[torch.Tensor, dict]:
@@ -162,18 +169,19 @@ def _accumulate(self:Actor, ro, rows, adv, old_logp, mask, seq_weights=None, ref
     "Backward of the mini-batch `rows`, micro-batch by micro-batch: the gradients add up to the mini-batch's; its metrics."
     div, opd_div = _divisors(mask[rows]), _divisors(ro.response_mask[rows])
     ms, weights = [], []
-    for r in self._micro(ro, rows):
+    groups, real = self._micro(ro, rows)
+    for i, r in enumerate(groups):
         loss, m = self._micro_loss(ro, r, adv, old_logp, mask[r], div, seq_weights, ref_logp, teacher_logp, opd_div)
-        loss.backward()
-        ms.append(m); weights.append(float(ro.response_mask[r].sum()))
-    return merge_micro_metrics(ms, weights) | {'actor/micro_batches': float(len(ms))}
+        (loss * (self.world if i < real else 0)).backward()            # a repeat only keeps the ranks in step
+        if i < real: ms.append(m); weights.append(float(ro.response_mask[r].sum()))
+    return merge_micro_metrics(ms, weights) | {'actor/micro_batches': float(len(groups))}
 
 @patch
 def _step(self:Actor, ro, rows, adv, old_logp, mask, seq_weights=None, ref_logp=None, teacher_logp=None):
     "One optimizer step on the responses `rows`; None (and no step at all) when there is nothing to learn."
     if self._nothing_to_learn(adv[rows], mask[rows], teacher_logp): return None
     m = self._accumulate(ro, rows, adv, old_logp, mask, seq_weights, ref_logp, teacher_logp)
-    norm = torch.nn.utils.clip_grad_norm_(self.params, self.grad_clip).item()
+    norm = full_tensor(torch.nn.utils.clip_grad_norm_(self.params, self.grad_clip)).item()   # the norm over all shards
     if math.isfinite(norm): self.opt.step()
     self.opt.zero_grad(set_to_none=True)
     return m | {'actor/grad_norm': norm, 'actor/skipped_updates': float(not math.isfinite(norm))}
@@ -195,7 +203,9 @@ def update(self:Actor, ro, advantages:torch.Tensor, # [N] one per response
     with module_mode(self.model, True):
         ms = [self._step(ro, torch.arange(s, min(s + rows_per_mb, N), device=mask.device), advantages, old_logp, mask, seq_weights, ref, teacher)
               for s in range(0, N, rows_per_mb)]
-    self.sched.step()
+    with warnings.catch_warnings():   # the schedule counts training steps, also those without an optimizer step
+        warnings.filterwarnings('ignore', message='Detected call of `lr_scheduler.step\(\)` before `optimizer.step\(\)`')
+        self.sched.step()
     taken = [m for m in ms if m is not None]
     out = {k: sum(m[k] for m in taken) / len(taken) for k in taken[0]} if taken else {}
     out['actor/skipped_updates'] = sum(m['actor/skipped_updates'] for m in taken)

@@ -15,7 +15,7 @@ __all__ = ['RECIPES', 'DEPENDENT_DEFAULTS', 'ConfigError', 'Section', 'choice', 
            'LoggingConfig', 'HardwareConfig', 'Config', 'config_dict', 'leaf_keys', 'parse_value', 'parse_overrides',
            'close_keys', 'check_key', 'recipe_overrides', 'set_key', 'get_key', 'apply_dependent_defaults',
            'build_config', 'format_config', 'atomic_path', 'atomic_dir', 'atomic_write_text', 'save_config',
-           'load_config', 'unread_keys']
+           'load_config', 'unread_keys', 'read_keys', 'mark_read']
 
 # %% ../nbs/00_config.ipynb #51e4d31e
 class ConfigError(ValueError):
@@ -79,7 +79,7 @@ class ActorConfig(Section):
     ppo_mini_batch_size: int = 4    # prompts per optimizer step; train_batch_size / this = updates per step
     ppo_max_token_len_per_gpu: int = 16384 # tokens per forward (rows × padded length); a mini-batch is split into micro-batches within it
     activation_checkpointing: bool = False # recompute each decoder layer's activations in the backward pass (memory for time)
-    fsdp: bool = False              # shard the actor with FSDP2 (one unit per decoder layer); one rank for now
+    fsdp: bool = False              # shard the actor with FSDP2 (one unit per decoder layer); required with several ranks
     fsdp_cpu_offload: bool = False  # with fsdp: keep parameter shards, gradients and the optimizer step in host memory
 
 @dataclass(eq=False, repr=False)
@@ -102,6 +102,7 @@ class RolloutConfig(Section):
     top_k: int = -1                 # -1 disables top-k; training rollouts accept only -1 or 0 (see 09_trainer)
     response_length: int = 48       # max new tokens per response
     min_probs_pearson: float = 0.9999 # stop if rollout and actor probabilities correlate less; default by model.dtype (fp32 0.9999, bf16/fp16 0.99)
+    hf_fast_decode: str = choice('auto', 'on', 'off')  # hf engine: static KV cache + compiled decode step; auto: on a CUDA device (unsharded module), on: also on CPU (inductor compile, ~10 s once), off: dynamic cache
     vllm: VLLMConfig = field(default_factory=VLLMConfig)
 
 @dataclass(eq=False, repr=False)
@@ -156,6 +157,8 @@ class HardwareConfig(Section):
     "Where it runs."
     device: str = choice('cpu', 'gpu', 'npu')
     num_threads: int = 0            # torch CPU threads; 0 keeps torch's default
+    nnodes: int = 1                 # machines; with nnodes × gpus_per_node > 1 the trainer places one worker per device with Ray
+    gpus_per_node: int = 1          # workers per machine, one device each (on CPU: worker processes); data parallel over all of them
 
 @dataclass(eq=False, repr=False)
 class Config(Section):
@@ -372,3 +375,15 @@ def unread_keys(cfg:Config)->list[str]:
             if isinstance(v, Section): yield from walk(v, f'{p}{f.name}.')
             elif f.name not in reads: yield p + f.name
     return list(walk(cfg))
+
+def read_keys(cfg:Config)->set[str]:
+    "Dotted leaf keys of `cfg` that some code has read."
+    return set(leaf_keys()) - set(unread_keys(cfg))
+
+def mark_read(cfg:Config, keys:set[str]):
+    "Count `keys` as read in `cfg`: reads made on a copy of the config in another process (a Ray worker) come back this way."
+    for k in keys:
+        *path, leaf = k.split('.')
+        sec = cfg
+        for s in path: sec = object.__getattribute__(sec, s)
+        object.__getattribute__(sec, '__dict__').setdefault('_reads', set()).add(leaf)

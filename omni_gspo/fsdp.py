@@ -46,4 +46,5 @@ def shard_model(model, # a transformers model or its peft wrapper (LoRA or full-
     kw = dict(mesh=mesh, mp_policy=MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=reduce_dtype), offload_policy=offload)
     for m in reversed(fsdp_units(model, units)): fully_shard(m, **kw)
     fully_shard(base_model(model), **kw)
+    base_model(model)._is_fsdp_managed_module = True   # transformers' generate then runs in step on every rank (synced_gpus)
     return model

@@ -61,7 +61,7 @@ def notebook_config(recipe:str, hardware:str='cpu', model_path:str='', train_fil
 # %% ../nbs/10_launch.ipynb #951496ce
 def data_files(cfg)->dict[str, str]:
     "The RL parquet files behind `data.train_file` and `data.val_file` ('train', 'val'); generated data is built first."
-    from omni_gspo.media import GENERATED_SPLITS, generated_rl_file, generated_task
+    from omni_gspo.splits import GENERATED_SPLITS, generated_rl_file, generated_task
     d, out = cfg.data, {}
     for split, path, n, seed in (('train', d.train_file, d.generated_train_size, cfg.trainer.seed),
                                  ('val', d.val_file, d.generated_val_size, cfg.trainer.seed + 1)):

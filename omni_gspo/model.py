@@ -18,10 +18,9 @@ from peft import LoraConfig, get_peft_model
 from peft.tuners.lora import Linear as LoraLinear, LoraLayer
 from peft.utils.error import NoMatchingPeftModuleError
 from .tokenizer import CHAT_TEMPLATE, QWEN3_OMNI_VOCAB_SIZE, build_once, omni_processor, qwen_tokenizer, small_tokenizer
-from .data import GSM8K_INSTRUCTION, gsm8k_examples, make_gsm8k_rows
-from .sources import avqa_records, mmk12_records
-from .mmk12 import mmk12_row
-from .avqa import avqa_row
+from .tasks.gsm8k import GSM8K_INSTRUCTION, gsm8k_examples, make_gsm8k_rows
+from .tasks.mmk12 import mmk12_records, mmk12_row
+from .tasks.avqa import avqa_records, avqa_row
 from .config import ConfigError
 
 # %% auto #0

@@ -11,9 +11,10 @@ import torch
 from .config import ConfigError
 
 # %% auto #0
-__all__ = ['HARDWARE', 'DEVICE_TYPE', 'VISIBLE_DEVICES', 'DIST_BACKEND', 'ENV_DEFAULTS', 'PlatformError', 'npu_module',
-           'check_hardware', 'DistEnv', 'dist_env', 'torch_device', 'device_count', 'dist_backend',
-           'ensure_process_group', 'visible_devices_var', 'peak_memory_gb', 'apply_env_defaults']
+__all__ = ['HARDWARE', 'DEVICE_TYPE', 'VISIBLE_DEVICES', 'DIST_BACKEND', 'REDUCE_OPS', 'BACKEND_DEVICE', 'ENV_DEFAULTS',
+           'PlatformError', 'npu_module', 'check_hardware', 'DistEnv', 'dist_env', 'torch_device', 'device_count',
+           'dist_backend', 'ensure_process_group', 'visible_devices_var', 'world_size', 'rank', 'all_reduce_values',
+           'peak_memory_gb', 'apply_env_defaults']
 
 # %% ../nbs/00a_platform.ipynb #4e1f3981
 HARDWARE = ('cpu', 'gpu', 'npu')
@@ -103,6 +104,28 @@ def ensure_process_group(hardware:str)->bool:
 def visible_devices_var(hardware:str)->str|None:
     "The environment variable that restricts which devices of `hardware` a process sees (`None` on CPU)."
     return VISIBLE_DEVICES.get(_known(hardware))
+
+# %% ../nbs/00a_platform.ipynb #1eb6fe68
+REDUCE_OPS = {'sum': dist.ReduceOp.SUM, 'max': dist.ReduceOp.MAX, 'min': dist.ReduceOp.MIN}
+BACKEND_DEVICE = {'gloo': lambda: torch.device('cpu'), 'nccl': lambda: torch.device('cuda', torch.cuda.current_device()),
+                  'hccl': lambda: torch.device('npu', npu_module().npu.current_device())}
+
+def world_size()->int:
+    "Ranks in the default process group (1 without one)."
+    return dist.get_world_size() if dist.is_initialized() else 1
+
+def rank()->int:
+    "This process's rank in the default process group (0 without one)."
+    return dist.get_rank() if dist.is_initialized() else 0
+
+def all_reduce_values(values:list[float], op:str='sum', # 'sum', 'max' or 'min'
+                     )->list[float]:
+    "`values` reduced elementwise over every rank (unchanged in a single process)."
+    if op not in REDUCE_OPS: raise ValueError(f"op={op!r}: expected one of {', '.join(REDUCE_OPS)}")
+    if world_size() == 1: return list(values)
+    t = torch.tensor(values, dtype=torch.float64, device=BACKEND_DEVICE[dist.get_backend()]())
+    dist.all_reduce(t, REDUCE_OPS[op])
+    return t.tolist()
 
 # %% ../nbs/00a_platform.ipynb #a3b03c31
 def peak_memory_gb(device:torch.device)->float:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 from .data import DataError, write_rows
-from .media import generated_rl_file, generated_task
+from .splits import generated_rl_file, generated_task
 
 # %% auto #0
 __all__ = ['RECORD_COLUMNS', 'RECORDS_DIR', 'data_file_path', 'prompt_text', 'reward_parts', 'pick_groups', 'rollout_records',

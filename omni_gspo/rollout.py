@@ -11,13 +11,15 @@ from typing import Protocol, runtime_checkable
 from .config import ConfigError
 from .data import Prompt
 from .media import collate_mm
-from .model import module_mode
-from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
+from .model import module_mode, base_model
+from fastcore.basics import patch
+from torch.distributed.tensor import DTensor
+from transformers import CompileConfig, GenerationConfig, LogitsProcessor, LogitsProcessorList, StaticCache
 from transformers.generation.logits_process import SuppressTokensLogitsProcessor, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
 # %% auto #0
-__all__ = ['ENGINES', 'Rollout', 'SampledLogprobs', 'left_pad', 'response_mask', 'HFEngine', 'RolloutEngine', 'register_engine',
-           'engine_class', 'rollout_parity']
+__all__ = ['CACHE_ROUND', 'STOP_EVERY', 'ENGINES', 'Rollout', 'SampledLogprobs', 'left_pad', 'response_mask', 'HFEngine',
+           'fast_decode', 'decode_loop', 'RolloutEngine', 'register_engine', 'engine_class', 'rollout_parity']
 
 # %% ../nbs/06_rollout.ipynb #9029c8c3
 @dataclass
@@ -80,6 +82,7 @@ class HFEngine:
         self.model, self.tok, self.banned = model, tok, list(banned)
         self.temperature, self.top_p, self.top_k = rcfg.temperature, rcfg.top_p, rcfg.top_k
         self.max_new_tokens = rcfg.response_length
+        self.fast_decode, self._caches = rcfg.hf_fast_decode, {}   # the fast path's static caches, by rows (see below)
 
     @classmethod
     def from_config(cls, model, tok, adapter, processor, cfg):
@@ -110,19 +113,68 @@ class HFEngine:
         ids, mask = ids.to(dev), mask.to(dev)
         rec = SampledLogprobs()
         sampling = {} if greedy else dict(temperature=1.0, top_k=0, top_p=1.0)   # warpers come from `_processors`
-        gc = GenerationConfig(do_sample=not greedy, repetition_penalty=1.0, max_new_tokens=self.max_new_tokens,
+        fast = fast_decode(self.fast_decode, self.model)
+        loop, compiled = self._static_decode(len(expanded), ids.shape[1] + self.max_new_tokens) if fast else ({}, None)
+        gc = GenerationConfig(do_sample=not greedy, repetition_penalty=1.0, max_new_tokens=self.max_new_tokens, compile_config=compiled,
                               eos_token_id=self.tok.eos_token_id, pad_token_id=self.tok.pad_token_id, **sampling)
         feats = {k: v.to(dev) for k, v in collate_mm(mm).items()} if mm else {}
         with module_mode(self.model, False):
-            out = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=gc, **feats,
+            out = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=gc, **loop, **feats,
                                       logits_processor=LogitsProcessorList(self._processors(greedy) + [rec]))
         resp = out[:, ids.shape[1]:]
         rmask, reasons = response_mask(resp, self.tok.eos_token_id)
-        resp = resp.masked_fill(rmask == 0, self.tok.pad_token_id)
-        logp = rec.finish(out[:, -1]) * rmask
+        R = int(rmask.sum(1).max())   # the fast path's loop may run a few steps past the end of the last row
+        logp = (rec.finish(out[:, -1]) * rmask)[:, :R]
+        resp, rmask = resp.masked_fill(rmask == 0, self.tok.pad_token_id)[:, :R], rmask[:, :R]
         if on_finish:   # transformers returns the whole batch at once
             for i in range(len(prompts)): on_finish(i, [resp[j][rmask[j].bool()].tolist() for j in range(i * n, (i + 1) * n)])
         return Rollout(ids, mask, resp, rmask, logp, reasons, torch.arange(len(prompts), device=dev).repeat_interleave(n), mm)
+
+# %% ../nbs/06_rollout.ipynb #d877f32e
+CACHE_ROUND = 64   # static cache lengths are rounded up to a multiple of this: nearby prompt lengths share one cache and one graph
+
+def fast_decode(setting:str, # `rollout.hf_fast_decode`: 'auto', 'on' or 'off'
+                model)->bool:
+    "Whether `HFEngine` decodes `model` with a static KV cache and a compiled step ('auto': on CUDA, unsharded)."
+    if setting != 'auto': return setting == 'on'
+    params = list(model.parameters())
+    return params[0].device.type == 'cuda' and not any(isinstance(p, DTensor) for p in params)
+
+STOP_EVERY = 8     # decode steps between checks that every row has ended (each check waits for the device)
+
+def decode_loop(model, input_ids, logits_processor,
+                stopping_criteria, # unused: the loop stops on max_new_tokens and the end-of-turn ids itself
+                generation_config, **model_kwargs)->torch.Tensor:
+    "Sampling loop for `generate(custom_generate=decode_loop)`: transformers' `_sample`, checking for the end every `STOP_EVERY` steps."
+    forward = (model.get_compiled_call(generation_config.compile_config)
+               if model._valid_auto_compile_criteria(model_kwargs, generation_config) else model.__call__)
+    pad, eos = generation_config._pad_token_tensor, generation_config._eos_token_tensor
+    unfinished = torch.ones(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+    outputs = model._prefill(input_ids, generation_config, model_kwargs)   # one eager forward over the whole batch
+    with model._optimize_model_for_decode():
+        for step in range(generation_config.max_new_tokens):
+            if step: outputs = forward(**model.prepare_inputs_for_generation(input_ids, next_sequence_length=1, **model_kwargs), return_dict=True)
+            model_kwargs = model._update_model_kwargs_for_generation(outputs, model_kwargs)
+            scores = logits_processor(input_ids, outputs.logits[:, -1].to(copy=True, dtype=torch.float32))   # a copy: CUDA graphs reuse their outputs
+            tokens = torch.multinomial(scores.softmax(-1), 1)[:, 0] if generation_config.do_sample else scores.argmax(-1)
+            tokens = torch.where(unfinished, tokens, pad)
+            input_ids = torch.cat([input_ids, tokens[:, None]], -1)
+            unfinished &= ~torch.isin(tokens, eos)
+            if (step + 1) % STOP_EVERY == 0 and not unfinished.any(): break
+    return input_ids
+
+@patch
+def _static_decode(self:HFEngine, rows:int, # sequences decoded together
+                   length:int, # prompt + response tokens
+                  )->tuple[dict, CompileConfig]:
+    "`generate` arguments of the fast path (this engine's static cache for `rows`, reset and reused; the loop) and compile settings."
+    c = self._caches.get(rows)
+    if c is None or c.get_max_length() < length:
+        c = self._caches[rows] = StaticCache(base_model(self.model).config, max_cache_len=-(-length // CACHE_ROUND) * CACHE_ROUND)
+    c.reset()
+    compiled = CompileConfig()           # torch.compile of the decode forward, mode 'reduce-overhead' (CUDA graphs on a GPU)
+    compiled._compile_all_devices = True # transformers compiles on accelerators only unless told: 'on' compiles on CPU too
+    return {'past_key_values': c, 'custom_generate': decode_loop}, compiled
 
 # %% ../nbs/06_rollout.ipynb #ea6d7be0
 @runtime_checkable

@@ -4,34 +4,37 @@
 
 # %% ../nbs/09_trainer.ipynb #209f061e
 from __future__ import annotations
-import json, random, shutil, time, warnings
-from concurrent.futures import ThreadPoolExecutor
+import json, math, time
 from dataclasses import dataclass
 from pathlib import Path
 import torch
-import torch.distributed.checkpoint as dcp
-from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
 from tqdm.auto import tqdm
-from .config import Config, ConfigError, VLLMConfig, atomic_dir, atomic_write_text, config_dict, save_config
-from .data import batch_indices, encode_prompts, steps_per_epoch
-from .media import encode_examples, load_split
-import torch.distributed as dist
-from .platform import dist_env, ensure_process_group, peak_memory_gb, torch_device
-from .fsdp import shard_model
-from .model import adapter_for, base_model, configure_trainable, full_tensor, load_model, load_tokenizer, lora_modules, resolve_model_path
-from .rewards import part_means, score_batch, val_metrics
-from .algos import group_advantages, rollout_correction_metrics, rollout_correction_weights, zero_std_groups
-from .rollout import engine_class, rollout_parity
-from .actor import Actor
-from .records import data_file_path, drop_rollout_records, rollout_records, write_rollout_records
+from .config import Config, ConfigError, VLLMConfig, atomic_write_text, config_dict, mark_read, save_config
+from .data import batch_indices, steps_per_epoch
+from .platform import dist_env
+from .rewards import val_metrics
+from .actor import SUMMED
+from .workers import list_checkpoints
+from .placement import make_workers
+from .records import data_file_path, drop_rollout_records
 from .loggers import make_loggers
 
 # %% auto #0
-__all__ = ['check_config', 'list_checkpoints', 'save_checkpoint', 'load_checkpoint', 'trim_metrics', 'validate',
-           'StreamingScorer', 'check_parity', 'rollout_step', 'RunResult', 'run_folder', 'shard_actor', 'load_teacher',
-           'train']
+__all__ = ['RANK_SUMS', 'world_checks', 'check_config', 'trim_metrics', 'split_rows', 'validate', 'rank_merge',
+           'merge_rank_metrics', 'RunResult', 'run_folder', 'train']
 
 # %% ../nbs/09_trainer.ipynb #4fab6939
+def world_checks(cfg:Config)->list[tuple[bool, str]]:
+    "What data parallelism over `hardware.nnodes × gpus_per_node` ranks needs of the other keys."
+    h, W = cfg.hardware, cfg.hardware.nnodes * cfg.hardware.gpus_per_node
+    every = f'the {W} ranks (hardware.nnodes × hardware.gpus_per_node)'
+    return [(h.nnodes >= 1 and h.gpus_per_node >= 1, f'hardware.nnodes and hardware.gpus_per_node must be >= 1, got {h.nnodes} and {h.gpus_per_node}'),
+            (dist_env().world_size == 1, f'WORLD_SIZE={dist_env().world_size}: launch one driver process; it places the ranks itself (hardware.nnodes, hardware.gpus_per_node)'),
+            (W == 1 or cfg.data.train_batch_size % W == 0, f'data.train_batch_size ({cfg.data.train_batch_size}) must be a multiple of {every}'),
+            (W == 1 or cfg.actor.ppo_mini_batch_size % W == 0, f'actor.ppo_mini_batch_size ({cfg.actor.ppo_mini_batch_size}) must be a multiple of {every}'),
+            (W == 1 or cfg.actor.fsdp, f'{every} need actor.fsdp=true: FSDP2 reduces the gradients over the ranks'),
+            (W == 1 or cfg.rollout.engine == 'hf', f"rollout.engine={cfg.rollout.engine!r} runs on one rank for now (an in-process vLLM per rank would need vLLM's external-launcher mode); use rollout.engine=hf with {every}")]
+
 def check_config(cfg:Config):
     "Raise `ConfigError` for values that are each valid but do not work together."
     d, a, r = cfg.data, cfg.actor, cfg.rollout
@@ -48,61 +51,15 @@ def check_config(cfg:Config):
               (d.val_batch_size >= 1 and cfg.trainer.max_minutes >= 0, 'data.val_batch_size must be >= 1 and trainer.max_minutes >= 0'),
               (cfg.logging.rollout_groups >= 0, f'logging.rollout_groups must be >= 0, got {cfg.logging.rollout_groups}'),
               (a.fsdp or not a.fsdp_cpu_offload, 'actor.fsdp_cpu_offload=true needs actor.fsdp=true'),
-              (dist_env().world_size == 1, f'WORLD_SIZE={dist_env().world_size}: the trainer runs one rank for now (several ranks: FSDP2 is in 07b_fsdp, the data-parallel loop is not written yet)'),
               (cfg.trainer.keep_checkpoints >= 1, f'trainer.keep_checkpoints must be >= 1, got {cfg.trainer.keep_checkpoints}'),
               (cfg.trainer.max_steps >= 0 and cfg.trainer.total_epochs >= 1, 'trainer.max_steps must be >= 0 and trainer.total_epochs >= 1')]
-    for ok, msg in checks:
+    for ok, msg in checks + world_checks(cfg):
         if not ok: raise ConfigError(msg)
+    if r.engine != 'hf' and r.hf_fast_decode != 'auto':
+        raise ConfigError(f"rollout.hf_fast_decode={r.hf_fast_decode!r} is set, but rollout.engine={r.engine!r} does not use the hf engine; drop the key")
     if r.engine == 'hf':   # the vLLM section is read by the vLLM engines only: setting it for hf would do nothing
         changed = [k for k, default in config_dict(VLLMConfig()).items() if getattr(r.vllm, k) != default]
         if changed: raise ConfigError(f"rollout.vllm.{changed[0]} is set, but rollout.engine='hf' does not use vLLM; set rollout.engine=vllm or drop the key")
-
-# %% ../nbs/09_trainer.ipynb #b12f4711
-def list_checkpoints(out:Path)->list[tuple[int, Path]]:
-    "Complete checkpoints under `out`, oldest first."
-    cks = [(int(p.name.split('_')[1]), p) for p in (out/'checkpoints').glob('step_*') if (p/'state.json').exists()]
-    return sorted(cks)
-
-_TRAINED = StateDictOptions(ignore_frozen_params=True)
-
-def _training_state(model, opt)->dict:
-    "Trainable tensors and optimizer state by parameter name, as DCP saves and loads them."
-    msd, osd = get_state_dict(model, opt, options=_TRAINED)
-    return {'model': msd, 'optim': osd}
-
-def _dcp(fn, state:dict, path:Path):
-    "`dcp.save` or `dcp.load`; in a single process without DCP's warning that there is no process group."
-    with warnings.catch_warnings():
-        warnings.filterwarnings('ignore', message='torch.distributed is disabled')
-        return fn(state, checkpoint_id=path)
-
-def save_checkpoint(out:Path, step:int, model, opt, keep:int=2, sched=None)->Path:
-    "Write `checkpoints/step_{step}` atomically; keep the newest `keep` checkpoints."
-    with atomic_dir(out/'checkpoints'/f'step_{step}') as tmp:
-        state = _training_state(model, opt)
-        _dcp(dcp.save, state, tmp)
-        if lora_modules(model):   # the adapter in peft's format too, its shards gathered
-            model.save_pretrained(tmp, state_dict={k: full_tensor(v) for k, v in model.state_dict().items() if '.lora_' in k})
-        torch.save({'torch_rng': torch.get_rng_state(), 'python_rng': random.getstate(),
-                    'scheduler': sched.state_dict() if sched else None}, tmp/'train_state.pt')
-        (tmp/'state.json').write_text(json.dumps({'step': step, 'trainable_tensors': len(state['model'])}))
-    for _, old in list_checkpoints(out)[:-keep]: shutil.rmtree(old)
-    return out/'checkpoints'/f'step_{step}'
-
-def load_checkpoint(path:Path, model, opt, sched=None)->int:
-    "Restore the trainable tensors, the optimizer, the lr schedule and the RNG state from `path`, bit for bit; return its step."
-    state = _training_state(model, opt)
-    saved = dcp.FileSystemReader(path).read_metadata().state_dict_metadata
-    missing = [k for k in state['model'] if f'model.{k}' not in saved]
-    if missing: raise ValueError(f"checkpoint {path} lacks {len(missing)} tensors this model trains, e.g. {missing[0]!r} "
-                                 "(written by a run with another model.lora_rank or target_modules?)")
-    _dcp(dcp.load, state, path)
-    set_state_dict(model, opt, model_state_dict=state['model'], optim_state_dict=state['optim'],
-                   options=StateDictOptions(ignore_frozen_params=True, strict=False))   # frozen weights: from the base
-    st = torch.load(path/'train_state.pt', weights_only=False)
-    torch.set_rng_state(st['torch_rng']); random.setstate(st['python_rng'])
-    if sched: sched.load_state_dict(st['scheduler'])
-    return json.loads((path/'state.json').read_text())['step']
 
 # %% ../nbs/09_trainer.ipynb #b631be02
 def trim_metrics(path:Path, last_step:int):
@@ -112,89 +69,42 @@ def trim_metrics(path:Path, last_step:int):
     atomic_write_text(path, ''.join(l + '\n' for l in keep))
 
 
-# %% ../nbs/09_trainer.ipynb #90ae3acc
-def validate(engine, tok, prompts, rcfg, batch:int=64, # prompts per greedy generate call
+# %% ../nbs/09_trainer.ipynb #d31b778f
+def split_rows(rows:list[int], world:int,
+               group:int|None=None, # deal out each consecutive group of this many rows on its own (default: all rows at once)
+              )->list[list[int]]:
+    "`rows` in `world` shares: each group cut into consecutive parts whose sizes differ by at most one, rank r taking part r of every group."
+    group, out = group or len(rows) or 1, [[] for _ in range(world)]
+    for s in range(0, len(rows), group):
+        g = rows[s:s + group]
+        k, extra = divmod(len(g), world)
+        bounds = [r * k + min(r, extra) for r in range(world + 1)]
+        for r in range(world): out[r] += g[bounds[r]:bounds[r + 1]]
+    return out
+
+def validate(workers, n_val:int, batch:int, # prompts per greedy generate call (`data.val_batch_size`)
             )->dict:
-    "Greedy accuracy per data source over `prompts`."
-    texts = []
-    for s in range(0, len(prompts), batch):
-        chunk = prompts[s:s + batch]
-        ro = engine.generate(chunk, n=1, greedy=True)
-        texts += [tok.decode(ids[m.bool()], skip_special_tokens=True) for ids, m in zip(ro.response_ids.cpu(), ro.response_mask.cpu())]
-    exs = [p.example for p in prompts]
-    ds = [e.data_source for e in exs]
-    _, details, _ = score_batch(ds, texts, [e.ground_truth for e in exs], [e.extra_info for e in exs], rcfg)
-    return val_metrics(ds, details)
+    "Greedy accuracy per data source over the `n_val` validation prompts, decoded by all ranks."
+    shares = split_rows(list(range(n_val)), workers.world)
+    calls = math.ceil(max(map(len, shares)) / batch)
+    parts = workers.call_each('validate', [(s, calls) for s in shares])
+    return val_metrics([d for ds, _ in parts for d in ds], [x for _, det in parts for x in det])
 
-# %% ../nbs/09_trainer.ipynb #135231d4
-class StreamingScorer:
-    "An engine's `on_finish` callback: decodes and scores each prompt's responses in the background as they finish."
-    def __init__(self, batch, tok, rcfg):
-        self.batch, self.tok, self.rcfg = batch, tok, rcfg
-        self.pool, self.parts = ThreadPoolExecutor(1), {}
+# %% ../nbs/09_trainer.ipynb #81cafe16
+RANK_SUMS = SUMMED + ('reward/errors', 'reward/timeouts', 'perf/tokens_per_s', 'perf/gen_tokens_per_s')
 
-    def __call__(self, i:int, responses:list[list[int]]):
-        e, texts = self.batch[i].example, [self.tok.decode(r, skip_special_tokens=True) for r in responses]
-        k = len(texts)
-        self.parts[i] = texts, self.pool.submit(score_batch, [e.data_source] * k, texts, [e.ground_truth] * k, [e.extra_info] * k, self.rcfg)
+def rank_merge(key:str)->str:
+    "How `key` combines over ranks: 'sum', 'max', 'min' or 'mean' (weighted by responses)."
+    if key in RANK_SUMS: return 'sum'
+    if key.endswith('_max') or key.startswith('timing_s/') or key in ('perf/max_memory_gb', 'response_length/max'): return 'max'
+    if key.endswith('_min') or key == 'training/rollout_actor_probs_pearson_corr': return 'min'
+    return 'mean'
 
-    def results(self)->tuple[list[str], list[float], list[dict], dict]:
-        "Texts, rewards and reward dicts (in rollout order) and reward metrics, once every prompt has been scored."
-        if len(self.parts) != len(self.batch): raise RuntimeError(f"the engine reported {len(self.parts)} of {len(self.batch)} prompts as finished")
-        texts, scores, details, m = [], [], [], {'reward/errors': 0, 'reward/timeouts': 0}
-        for i in range(len(self.batch)):
-            t, fut = self.parts[i]
-            s, d, pm = fut.result()
-            texts += t; scores += s; details += d
-            for k in m: m[k] += pm[k]
-        self.pool.shutdown()
-        return texts, scores, details, m | part_means([self.batch[i].example.data_source for i in range(len(self.batch)) for _ in self.parts[i][0]], details)
-
-# %% ../nbs/09_trainer.ipynb #06bc87f6
-def check_parity(par:dict, min_pearson:float, step:int):
-    "Stop the run when rollout and actor disagree: the engine is sampling from weights the actor no longer has."
-    r = par['training/rollout_actor_probs_pearson_corr']
-    if not r >= min_pearson:
-        raise RuntimeError(f"step {step}: rollout and actor log-probs disagree (probability correlation {r:.4f} < rollout.min_probs_pearson={min_pearson}); "
-                           "the rollout engine's weights are stale or wrong (a weight sync did not take effect?)")
-
-def rollout_step(step:int, batch, engine, actor, tok, cfg,
-                 records_to:Path|None=None, # run folder: keep `logging.rollout_groups` groups of this step under rollouts/
-                 data_file:str='', # the file `batch` came from (`data_file_path`), referenced by the records
-                )->tuple[dict, list[str], list[float]]:
-    "Rollout, reward, advantages, old log-probs and update for one batch of prompts; metrics, texts and rewards."
-    t0 = time.perf_counter()
-    scorer = StreamingScorer(batch, tok, cfg.reward)
-    ro = engine.generate(batch, n=cfg.rollout.n, seed=cfg.trainer.seed * 1_000_003 + step, on_finish=scorer)
-    engine.sleep()
-    t1 = time.perf_counter()
-    texts, rewards, details, rmetrics = scorer.results()
-    rw = torch.tensor(rewards)
-    al = cfg.algorithm
-    adv, frac_zero = group_advantages(rw, ro.group_ids.cpu(), al.norm_adv_by_std)
-    keep = zero_std_groups(rw, ro.group_ids.cpu())[0].to(ro.response_mask.device) if al.drop_zero_std_groups else None
-    t2 = time.perf_counter()
-    old = actor.logprobs(ro)
-    par = rollout_parity(ro.logprobs, old, ro.response_mask)
-    check_parity(par, cfg.rollout.min_probs_pearson, step)
-    mode, thr = al.rollout_is, al.rollout_is_threshold
-    w, wm = rollout_correction_weights(ro.logprobs, old, ro.response_mask, mode, hi=thr, lo=1 / thr) if mode != 'none' else (None, {})
-    t3 = time.perf_counter()
-    upd = actor.update(ro, adv.to(old.device), old, cfg.rollout.n, seq_weights=w, keep=keep)
-    engine.wake(['weights']); upd |= engine.sync_weights(actor.model); engine.wake(['kv_cache'])
-    t4 = time.perf_counter()
-    lens = ro.response_mask.sum(1).float().cpu()
-    ntok = float(lens.sum())
-    m = {'reward/mean': rw.mean().item(), 'reward/std': rw.std().item(), 'reward/frac_zero_std': frac_zero, **rmetrics,
-         'response_length/mean': lens.mean().item(), 'response_length/max': lens.max().item(),
-         'response_length/clip_ratio': sum(r == 'length' for r in ro.finish_reasons) / len(ro.finish_reasons),
-         **par, **rollout_correction_metrics(ro.logprobs, old, ro.response_mask), **wm, **upd,
-         'timing_s/gen': t1 - t0, 'timing_s/reward': t2 - t1, 'timing_s/old_log_prob': t3 - t2, 'timing_s/update': t4 - t3,
-         'timing_s/step': t4 - t0, 'perf/tokens_per_s': ntok / (t4 - t0), 'perf/gen_tokens_per_s': ntok / (t1 - t0)}
-    if records_to is not None and cfg.logging.rollout_groups:
-        write_rollout_records(records_to, step, rollout_records(step, batch, ro, tok, texts, rewards, details, adv, old, data_file,
-                                                                cfg.logging.rollout_groups, cfg.trainer.seed))
-    return m, texts, rewards
+def merge_rank_metrics(ms:list[dict], weights:list[float])->dict:
+    "One step's metrics from the ranks' (see `rank_merge`); one rank's are returned as they are."
+    if len(ms) == 1: return dict(ms[0])
+    ops = {'sum': sum, 'max': max, 'min': min, 'mean': lambda vs: sum(v * w for v, w in zip(vs, weights)) / sum(weights)}
+    return {k: ops[rank_merge(k)]([m[k] for m in ms]) for k in ms[0]}
 
 # %% ../nbs/09_trainer.ipynb #a9e224ac
 @dataclass
@@ -205,18 +115,6 @@ class RunResult:
     plot: Path|None
     checkpoint: Path|None
     last_step: int
-
-def _prompts(path, what, generated, seed, tok, processor, dcfg, log):
-    "Load, encode and length-filter one split; log what was dropped and why."
-    exs, drops = load_split(path, what, generated, seed, dcfg.skip_bad_media)
-    max_len = dcfg.max_prompt_length
-    if any(e.images or e.audios for e in exs):
-        if processor is None: raise ConfigError(f"{what} {path!r} has images or audio, but model.path is a text-only model")
-        ps, dropped = encode_examples(processor, exs, max_len)
-    else: ps, dropped = encode_prompts(exs, tok, max_len)
-    dropped = {**drops, **({f'longer than {max_len} tokens': dropped} if dropped else {})}
-    log(f"{what}: {len(ps)} prompts from {path or 'generated problems'}" + (f"; dropped {dropped}" if dropped else ''))
-    return ps
 
 def run_folder(output_dir:str, # `trainer.output_dir`; a last part '{time}' becomes `now`
                resume:str, # `trainer.resume`: 'off', 'auto', or a run folder / checkpoint folder
@@ -239,76 +137,56 @@ def run_folder(output_dir:str, # `trainer.output_dir`; a last part '{time}' beco
         raise ConfigError(f"trainer.output_dir {str(out)!r} holds checkpoints up to step {cks[-1][0]}; set trainer.resume=auto to continue, or choose another output_dir")
     return out, cks[-1][1] if cks else None
 
-def shard_actor(model, cfg)->bool:
-    "Activation checkpointing and FSDP2 sharding of the actor as `cfg.actor` asks; True if a process group was made for it."
-    a = cfg.actor
-    if not a.fsdp:
-        if a.activation_checkpointing: base_model(model).gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': False})
-        return False
-    own = ensure_process_group(cfg.hardware.device)
-    shard_model(model, cpu_offload=a.fsdp_cpu_offload, activation_checkpointing=a.activation_checkpointing)
-    return own
-
-def load_teacher(path:str, mcfg, device, log):
-    "The frozen distillation teacher at `path` ('' = no distillation)."
-    if not path: return None
-    teacher = load_model(resolve_model_path(path, mcfg.warm_start_steps), mcfg.dtype, device).eval().requires_grad_(False)
-    log(f"distillation teacher: {path}")
-    return teacher
+def _step_metrics(parts:list[dict], step:int, spe:int)->tuple[dict, list[str], list[float]]:
+    "The step's metrics, texts and rewards from the ranks' reports."
+    texts, rewards = [t for p in parts for t in p['texts']], [r for p in parts for r in p['rewards']]
+    m = merge_rank_metrics([p['metrics'] for p in parts], [len(p['rewards']) for p in parts])
+    rw = torch.tensor(rewards)
+    m |= {'reward/mean': rw.mean().item(), 'reward/std': rw.std().item()}
+    return {'training/global_step': step, 'training/epoch': (step - 1) // spe + 1, **m}, texts, rewards
 
 def train(cfg:Config, log=print)->RunResult:
     "Run GSPO training as configured: a fresh run folder, or a resumed run (`trainer.resume`)."
     check_config(cfg)
     tc, lc = cfg.trainer, cfg.logging
-    if cfg.hardware.num_threads > 0: torch.set_num_threads(cfg.hardware.num_threads)
-    torch.manual_seed(tc.seed)
-    device = torch_device(cfg.hardware.device)
-    mpath = resolve_model_path(cfg.model.path, cfg.model.warm_start_steps)
-    tok, adapter = load_tokenizer(mpath), adapter_for(mpath)
-    processor = adapter.processor(tok)
-    train_ps = _prompts(cfg.data.train_file, 'train file', cfg.data.generated_train_size, tc.seed, tok, processor, cfg.data, log)
-    val_ps = _prompts(cfg.data.val_file, 'val file', cfg.data.generated_val_size, tc.seed + 1, tok, processor, cfg.data, log) if tc.test_freq else []
     out, resume_from = run_folder(tc.output_dir, tc.resume, time.strftime('%Y%m%d-%H%M%S'))
-    out.mkdir(parents=True, exist_ok=True); save_config(cfg, out/'config.json')
-    spe = steps_per_epoch(len(train_ps), cfg.data.train_batch_size)
-    total = tc.max_steps or tc.total_epochs * spe
-    model = configure_trainable(load_model(mpath, cfg.model.dtype, device), cfg.model)
-    own_group = shard_actor(model, cfg)
-    n_train = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    adapted = lora_modules(model)
-    what = f"LoRA on {len(adapted)} modules" if adapted else "full parameters"
-    log(f"model: {type(base_model(model)).__name__}, {sum(p.numel() for p in model.parameters())/1e6:.2f}M params, "
-        f"{what} ({n_train/1e3:.1f}k trainable) on {device}")
-    teacher = load_teacher(cfg.algorithm.opd_teacher, cfg.model, device, log)
-    actor = Actor(model, cfg.actor, cfg.algorithm, adapter, teacher, temperature=cfg.rollout.temperature, total_steps=total)
-    start = load_checkpoint(resume_from, model, actor.opt, actor.sched) + 1 if resume_from else 1
-    engine = engine_class(cfg.rollout.engine).from_config(model, tok, adapter, processor, cfg)
-    metrics_path, ck = out/'metrics.jsonl', resume_from
-    data_file = data_file_path(cfg.data.train_file, False, cfg.data.generated_train_size, tc.seed)
-    trim_metrics(metrics_path, start - 1) if resume_from else metrics_path.unlink(missing_ok=True)
-    drop_rollout_records(out, start - 1)   # steps the checkpoint does not reach are redone
-    log(f"run folder: {out}" + (f"; resumed from {resume_from} at step {start}" if resume_from else ''))
-    loggers = make_loggers(lc.loggers, out, config_dict(cfg), live=lc.plot, write=tqdm.write)
-    bar = tqdm(range(start, total + 1), disable=not lc.progress_bar, desc='gspo', initial=start - 1, total=total)
-    t_start, last = time.perf_counter(), max(start - 1, total)
-    try:
+    out = out.absolute()
+    workers = make_workers(cfg)
+    loggers = bar = None
+    try:   # also when a step fails: files are complete, every rank's memory and process group are released
+        n_train, n_val = workers.call('sizes')[0]
+        spe = steps_per_epoch(n_train, cfg.data.train_batch_size)
+        total = tc.max_steps or tc.total_epochs * spe
+        start, notes = workers.call('start', total, resume_from)[0]
+        for n in notes: log(n)
+        out.mkdir(parents=True, exist_ok=True); save_config(cfg, out/'config.json')
+        metrics_path, ck = out/'metrics.jsonl', resume_from
+        data_file = data_file_path(cfg.data.train_file, False, cfg.data.generated_train_size, tc.seed)
+        trim_metrics(metrics_path, start - 1) if resume_from else metrics_path.unlink(missing_ok=True)
+        drop_rollout_records(out, start - 1)   # steps the checkpoint does not reach are redone
+        log(f"run folder: {out}" + (f"; resumed from {resume_from} at step {start}" if resume_from else ''))
+        loggers = make_loggers(lc.loggers, out, config_dict(cfg), live=lc.plot, write=tqdm.write)
+        bar = tqdm(range(start, total + 1), disable=not lc.progress_bar, desc='gspo', initial=start - 1, total=total)
+        t_start, last = time.perf_counter(), max(start - 1, total)
         for step in bar:
-            batch = [train_ps[i] for i in batch_indices(len(train_ps), cfg.data.train_batch_size, step, tc.seed, cfg.data.shuffle)]
-            m, texts, rewards = rollout_step(step, batch, engine, actor, tok, cfg, out, data_file)
-            m = {'training/global_step': step, 'training/epoch': (step - 1) // spe + 1, **m}
+            rows = batch_indices(n_train, cfg.data.train_batch_size, step, tc.seed, cfg.data.shuffle)
+            parts = workers.call_each('step', [(step, share, out if r == 0 else None, data_file)
+                                               for r, share in enumerate(split_rows(rows, workers.world, cfg.actor.ppo_mini_batch_size))])
+            m, texts, rewards = _step_metrics(parts, step, spe)
             out_of_time = tc.max_minutes > 0 and time.perf_counter() - t_start >= 60 * tc.max_minutes
             final = step == total or out_of_time
-            if tc.test_freq and (step % tc.test_freq == 0 or final): m |= validate(engine, tok, val_ps, cfg.reward, cfg.data.val_batch_size)
-            m['perf/max_memory_gb'] = peak_memory_gb(device)
+            if tc.test_freq and (step % tc.test_freq == 0 or final): m |= validate(workers, n_val, cfg.data.val_batch_size)
             loggers.log(m, step)
-            if step % tc.save_freq == 0 or final: ck = save_checkpoint(out, step, model, actor.opt, tc.keep_checkpoints, actor.sched)
+            if step % tc.save_freq == 0 or final: ck = workers.call('save', out, step, tc.keep_checkpoints)[0]
             bar.set_postfix(reward=f"{m['reward/mean']:.3f}", loss=f"{m.get('actor/pg_loss', float('nan')):.2e}")
             for t, r in list(zip(texts, rewards))[:lc.print_samples]: tqdm.write(f"[step {step}] reward={r:.2f} | {t[:200]!r}")
             if out_of_time:
                 log(f"trainer.max_minutes={tc.max_minutes} reached after step {step}; resume with trainer.resume=auto"); last = step; break
-    finally:   # also when a step fails: files are complete, the engine's memory is released
-        bar.close(); loggers.close(); engine.close()
-        if own_group and dist.is_initialized(): dist.destroy_process_group()
+        for keys in workers.call('read_keys'): mark_read(cfg, keys)   # reads made in other processes count too
+    finally:
+        if bar is not None: bar.close()
+        if loggers is not None: loggers.close()
+        workers.close()
     plot = out/'metrics.html' if lc.plot and metrics_path.exists() else None
     if start > total: log(f"nothing to do: checkpoint at step {start - 1} already reaches the {total} steps asked for")
     log(f"metrics:    {metrics_path}\nplot:       {plot}\ncheckpoint: {ck}")

@@ -83,9 +83,9 @@ def _worker(rank, folder):
     res = {}
     for name, (r, dtype, kw) in CASES.items():
         m = shard_model(policy(r, dtype), **kw)
-        if name == 'lora':   # every forward all-gathers: ranks must run as many as the slowest, synced_gpus does that
+        if name == 'lora':   # every forward all-gathers: ranks must run as many as the slowest; transformers does (synced_gpus) for the model shard_model flagged
             res['generated'] = [None] * WORLD
-            dist.all_gather_object(res['generated'], generate(m, rank, synced=True))
+            dist.all_gather_object(res['generated'], generate(m, rank, synced=None))
         before = export(m)
         loss, norm, grads = train_step(m, RANK_ROWS[rank], WORLD)
         dist.all_reduce(loss)

@@ -17,10 +17,10 @@ import argparse, json, time
 from pathlib import Path
 import torch
 from omni_gspo.config import RolloutConfig
-from omni_gspo.data import encode_prompts, gsm8k_examples, read_rows
+from omni_gspo.data import encode_prompts, read_rows
+from omni_gspo.tasks.gsm8k import gsm8k_examples, gsm8k_reward
 from omni_gspo.model import load_model, load_tokenizer
 from omni_gspo.platform import torch_device
-from omni_gspo.rewards import gsm8k_reward
 from omni_gspo.rollout import HFEngine
 from reward import compute_score   # bench/learning/reward.py, beside this script
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 import argparse, re
 from pathlib import Path
 from random import Random
-from omni_gspo.data import gsm8k_examples, write_rows
+from omni_gspo.data import write_rows
+from omni_gspo.tasks.gsm8k import gsm8k_examples
 
 _ANSWER = re.compile(r'#### (\-?[0-9\.\,]+)\s*$')
 

@@ -12,7 +12,7 @@ answer in either form and checks it with `math_verify`:
 """
 from __future__ import annotations
 import re
-from omni_gspo.rewards import math_equal
+from omni_gspo.tasks.mmk12 import math_equal
 
 _HASHES = re.compile(r'#### \$?(\-?[0-9\.\,]+)')
 
