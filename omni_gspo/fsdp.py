@@ -4,13 +4,11 @@
 
 # %% ../nbs/07b_fsdp.ipynb #4575be13
 from __future__ import annotations
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 import torch
 from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy, fully_shard
-from torch.distributed.tensor import DTensor
-from peft.tuners.lora import Linear as LoraLinear, LoraLayer
 from .model import base_model
 
 # %% auto #0

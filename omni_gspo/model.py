@@ -4,7 +4,7 @@
 
 # %% ../nbs/03_model.ipynb #33bbe0ce
 from __future__ import annotations
-import json, math, random, re, tempfile
+import copy, math, random, re, tempfile
 from contextlib import contextmanager
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +12,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 from torch.distributed.tensor import DTensor
-from transformers import (AutoConfig, AutoModelForCausalLM, AutoTokenizer, Qwen3OmniMoeThinkerConfig,
+from transformers import (AutoConfig, AutoModelForCausalLM, AutoTokenizer, Qwen3OmniMoeConfig, Qwen3OmniMoeThinkerConfig,
                           Qwen3OmniMoeThinkerForConditionalGeneration)
 from peft import LoraConfig, get_peft_model
 from peft.tuners.lora import Linear as LoraLinear, LoraLayer
@@ -25,10 +25,11 @@ from .config import ConfigError
 
 # %% auto #0
 __all__ = ['TINY_KINDS', 'DTYPES', 'ADAPTERS', 'ENCODER_PATTERN', 'token_ids', 'tiny_thinker_config', 'gsm8k_pairs', 'warm_start',
-           'multimodal_pairs', 'tiny_model_dir', 'base_model', 'CausalLMAdapter', 'ThinkerAdapter', 'register_adapter',
-           'adapter_for', 'resolve_model_path', 'load_tokenizer', 'load_model', 'load_policy', 'noised_copy',
-           'lora_modules', 'apply_lora', 'configure_trainable', 'full_tensor', 'lora_adapters', 'lora_delta',
-           'export_weights', 'module_mode', 'hidden_states_only', 'completion_logprobs']
+           'multimodal_pairs', 'tiny_model_dir', 'vllm_thinker_config', 'vllm_processor', 'base_model',
+           'CausalLMAdapter', 'ThinkerAdapter', 'register_adapter', 'adapter_for', 'adapter_of', 'resolve_model_path',
+           'load_tokenizer', 'load_model', 'load_policy', 'noised_copy', 'lora_modules', 'apply_lora',
+           'configure_trainable', 'full_tensor', 'lora_adapters', 'lora_delta', 'export_weights', 'module_mode',
+           'hidden_states_only', 'completion_logprobs']
 
 # %% ../nbs/03_model.ipynb #31ed7ab8
 def token_ids(tok)->dict:
@@ -117,6 +118,29 @@ def tiny_model_dir(kind:str='small', # 'small', 'qwen' (real vocabulary) or 'omn
         model.save_pretrained(d); tok.save_pretrained(d)
     return build_once(f'tiny-thinker-{kind}-ws{warm_start_steps}-v2', build)
 
+# %% ../nbs/03_model.ipynb #8300d2cb
+def vllm_thinker_config(cfg, # the thinker's `Qwen3OmniMoeThinkerConfig`
+                        tok)->Qwen3OmniMoeConfig:
+    "The full Qwen3-Omni config (no audio output) vLLM needs to load `cfg`'s thinker."
+    tc = cfg.to_dict()
+    v, n = tc['vision_config'], tc['vision_config']['num_position_embeddings']
+    if math.isqrt(n) ** 2 != n: raise ValueError(f"vision_config.num_position_embeddings={n} is not a square; vLLM needs a square position grid")
+    v.setdefault('image_size', math.isqrt(n) * v['patch_size'])
+    v.setdefault('apply_vit_abs_pos_embed', True)
+    tc['text_config']['tie_word_embeddings'] = bool(getattr(cfg.text_config, 'tie_word_embeddings', False))
+    if tc.get('audio_end_token_id') is None: tc['audio_end_token_id'] = tok.convert_tokens_to_ids('<|audio_end|>')
+    full = Qwen3OmniMoeConfig(thinker_config=tc, enable_audio_output=False)
+    full.architectures = ['Qwen3OmniMoeForConditionalGeneration']
+    return full
+
+def vllm_processor(processor, tok):
+    "`processor` (from `omni_processor`) as the `Qwen3OmniMoeProcessor` vLLM instantiates (needs torchvision)."
+    from transformers import Qwen2VLVideoProcessor, Qwen3OmniMoeProcessor
+    ip = processor.image_processor
+    video = Qwen2VLVideoProcessor(patch_size=ip.patch_size, merge_size=ip.merge_size, temporal_patch_size=ip.temporal_patch_size)
+    return Qwen3OmniMoeProcessor(image_processor=ip, video_processor=video, feature_extractor=processor.feature_extractor,
+                                 tokenizer=tok, chat_template=processor.chat_template)
+
 # %% ../nbs/03_model.ipynb #47b359dc
 DTYPES = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}
 
@@ -126,18 +150,36 @@ def base_model(model):
 
 class CausalLMAdapter:
     "Plain decoder-only language models: text in, text out."
+    weight_prefix = ''        # checkpoint names as vLLM reads them: the module's own
+    vllm_mm_limits = None     # media per prompt for vLLM (None: text only)
+    direct_expert_write = False   # MoE experts written straight into vLLM's CPU kernels (see `06a_vllm`)
+    compiled_decode = True    # the built-in engine's static cache + compiled step: 2.2-7.1x plain `generate` (Qwen2.5-0.5B, H200)
     def load(self, path:Path, dtype:torch.dtype)->nn.Module: return AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
     def processor(self, tok): return None
     def banned_token_ids(self, model)->list[int]: return []
     def position_ids(self, model, input_ids:torch.Tensor, attention_mask:torch.Tensor, mm:dict)->torch.Tensor:
         "Positions [B, L] counting attended tokens (pads get 1, as in `generate`)."
         return (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 1)
+    def fsdp_units(self, model)->list[str]|None:
+        "Class names of the modules FSDP2 shards one by one (None: the model's `_no_split_modules`)."
+        return None
+    def vllm_files(self, model, tok, processor=None)->list:
+        "What vLLM loads next to the weights (each saved with `save_pretrained`): the config, with `architectures` set."
+        cfg = copy.deepcopy(base_model(model).config)
+        cfg.architectures = cfg.architectures or [type(base_model(model)).__name__]   # unset for models built from a config
+        return [cfg]
 
 class ThinkerAdapter(CausalLMAdapter):
     "Qwen3-Omni: train the thinker (text, image and audio in; text out)."
+    TEXT_LAYER = 'Qwen3OmniMoeThinkerTextDecoderLayer'
+    TOWER_BLOCKS = {'visual': 'Qwen3OmniMoeVisionBlock', 'audio_tower': 'Qwen3OmniMoeAudioEncoderLayer'}
+    compiled_decode = False   # 0.85-0.93x plain `generate` on a thinker slice (H200): the MoE dispatch does not gain
+    weight_prefix = 'thinker.'
+    vllm_mm_limits = {'image': 4, 'audio': 4, 'video': 0}
+    direct_expert_write = True
     def load(self, path, dtype):
         m = Qwen3OmniMoeThinkerForConditionalGeneration.from_pretrained(path, dtype=dtype)
-        m._no_split_modules = ['Qwen3OmniMoeThinkerTextDecoderLayer']
+        m._no_split_modules = [self.TEXT_LAYER]
         return m
     def processor(self, tok): return omni_processor(tok)
     def banned_token_ids(self, model)->list[int]:
@@ -150,6 +192,13 @@ class ThinkerAdapter(CausalLMAdapter):
         pos, _ = base_model(model).get_rope_index(input_ids, mm.get('image_grid_thw'), None, attention_mask, False,
                                              fam.sum(-1) if fam is not None else None)
         return pos.round().long()
+    def fsdp_units(self, model)->list[str]:
+        "Text decoder layers, and the blocks of each tower that trains (full-parameter with the tower unfrozen)."
+        base = base_model(model)
+        return [self.TEXT_LAYER] + [blk for tower, blk in self.TOWER_BLOCKS.items() if any(p.requires_grad for p in getattr(base, tower).parameters())]
+    def vllm_files(self, model, tok, processor=None)->list:
+        "The full Qwen3-Omni config vLLM needs, and the prompts' processor as vLLM instantiates it."
+        return [vllm_thinker_config(base_model(model).config, tok), vllm_processor(processor or self.processor(tok), tok)]
 
 ADAPTERS = {}
 
@@ -162,6 +211,10 @@ register_adapter(ThinkerAdapter(), 'qwen3_omni_moe', 'qwen3_omni_moe_thinker')
 def adapter_for(path:Path)->CausalLMAdapter:
     "The adapter for the checkpoint at `path` (plain causal LM unless its model_type is registered)."
     return ADAPTERS.get(AutoConfig.from_pretrained(path).model_type, CausalLMAdapter())
+
+def adapter_of(model)->CausalLMAdapter:
+    "The adapter for a built `model` (possibly peft-wrapped), by its config's model_type."
+    return ADAPTERS.get(base_model(model).config.model_type, CausalLMAdapter())
 
 # %% ../nbs/03_model.ipynb #96dbeb55
 def resolve_model_path(path:str, warm_start_steps:int)->Path:

@@ -78,16 +78,18 @@ class HFEngine:
     def sync_weights(self, model)->dict: return {}   # the weights are the actor's own
     def close(self): "Nothing to shut down."
 
-    def __init__(self, model, tok, rcfg, banned:list[int]=()): # banned: token ids never sampled (the adapter's `banned_token_ids`)
-        self.model, self.tok, self.banned = model, tok, list(banned)
+    def __init__(self, model, tok, rcfg, banned:list[int]=(), # banned: token ids never sampled (the adapter's `banned_token_ids`)
+                 compiled_decode:bool=True, # whether the fast path pays off for this model family (the adapter's `compiled_decode`)
+                ):
+        self.model, self.tok, self.banned, self.compiled_decode = model, tok, list(banned), compiled_decode
         self.temperature, self.top_p, self.top_k = rcfg.temperature, rcfg.top_p, rcfg.top_k
         self.max_new_tokens = rcfg.response_length
         self.fast_decode, self._caches = rcfg.hf_fast_decode, {}   # the fast path's static caches, by rows (see below)
 
     @classmethod
     def from_config(cls, model, tok, adapter, processor, cfg):
-        "The engine the trainer builds: the actor's module, `cfg.rollout`'s sampling, the adapter's banned tokens."
-        return cls(model, tok, cfg.rollout, adapter.banned_token_ids(model))
+        "The engine the trainer builds: the actor's module, `cfg.rollout`'s sampling, the adapter's banned tokens and decode choice."
+        return cls(model, tok, cfg.rollout, adapter.banned_token_ids(model), adapter.compiled_decode)
 
     def _processors(self, greedy):
         ban = [SuppressTokensLogitsProcessor(self.banned, device=self.model.device)] if self.banned else []
@@ -113,7 +115,7 @@ class HFEngine:
         ids, mask = ids.to(dev), mask.to(dev)
         rec = SampledLogprobs()
         sampling = {} if greedy else dict(temperature=1.0, top_k=0, top_p=1.0)   # warpers come from `_processors`
-        fast = fast_decode(self.fast_decode, self.model)
+        fast = fast_decode(self.fast_decode, self.model, self.compiled_decode)
         loop, compiled = self._static_decode(len(expanded), ids.shape[1] + self.max_new_tokens) if fast else ({}, None)
         gc = GenerationConfig(do_sample=not greedy, repetition_penalty=1.0, max_new_tokens=self.max_new_tokens, compile_config=compiled,
                               eos_token_id=self.tok.eos_token_id, pad_token_id=self.tok.pad_token_id, **sampling)
@@ -134,11 +136,12 @@ class HFEngine:
 CACHE_ROUND = 64   # static cache lengths are rounded up to a multiple of this: nearby prompt lengths share one cache and one graph
 
 def fast_decode(setting:str, # `rollout.hf_fast_decode`: 'auto', 'on' or 'off'
-                model)->bool:
-    "Whether `HFEngine` decodes `model` with a static KV cache and a compiled step ('auto': on CUDA, unsharded)."
+                model, pays_off:bool=True, # the model family's `compiled_decode` (see `03_model`)
+               )->bool:
+    "Whether `HFEngine` decodes `model` with a static KV cache and a compiled step ('auto': on CUDA, unsharded, where it pays off)."
     if setting != 'auto': return setting == 'on'
     params = list(model.parameters())
-    return params[0].device.type == 'cuda' and not any(isinstance(p, DTensor) for p in params)
+    return pays_off and params[0].device.type == 'cuda' and not any(isinstance(p, DTensor) for p in params)
 
 STOP_EVERY = 8     # decode steps between checks that every row has ended (each check waits for the device)
 

@@ -4,22 +4,21 @@
 
 # %% ../nbs/06a_vllm.ipynb #0a4b0285
 from __future__ import annotations
-import copy, json, math, os, re, shutil, tempfile, time
+import json, math, os, re, shutil, tempfile, time
 from pathlib import Path
 import numpy as np
 import torch
-from transformers import Qwen3Config, Qwen3OmniMoeConfig, Qwen3OmniMoeThinkerForConditionalGeneration
+from transformers import Qwen3Config
 from .media import SAMPLE_RATE
 from .rollout import Rollout, left_pad
 from .config import ConfigError, atomic_dir
-from .model import base_model, export_weights
+from .model import adapter_of, export_weights
 
 # %% auto #0
 __all__ = ['MEDIA_PADS', 'THINKER_ARCH', 'EXPERT_KEY', 'OMNI_THINKER_PIPELINE', 'VISIBLE_DEVICE_VARS', 'media_pad_ids',
-           'dedup_pads', 'prompt_media', 'build_request', 'is_thinker', 'vllm_thinker_config', 'vllm_processor',
-           'export_for_vllm', 'tiny_causal_lm_config', 'write_cpu_moe_experts', 'load_weights_on_worker', 'VLLMEngine',
-           'vllm_settings', 'sync_ok', 'visible_devices', 'omni_deploy_config', 'write_deploy_config',
-           'omni_engine_args', 'VLLMOmniEngine']
+           'dedup_pads', 'prompt_media', 'build_request', 'export_for_vllm', 'tiny_causal_lm_config',
+           'write_cpu_moe_experts', 'load_weights_on_worker', 'VLLMEngine', 'vllm_settings', 'sync_ok',
+           'visible_devices', 'omni_deploy_config', 'write_deploy_config', 'omni_engine_args', 'VLLMOmniEngine']
 
 # %% ../nbs/06a_vllm.ipynb #02106c37
 MEDIA_PADS = {'image': '<|image_pad|>', 'video': '<|video_pad|>', 'audio': '<|audio_pad|>'}
@@ -66,52 +65,19 @@ def build_request(ids:list[int], # expanded prompt ids
 # %% ../nbs/06a_vllm.ipynb #d5a6c8a4
 THINKER_ARCH = 'Qwen3OmniMoeThinkerForConditionalGeneration'
 
-def is_thinker(model)->bool:
-    "Whether `model` (possibly LoRA-wrapped) is a Qwen3-Omni thinker."
-    return isinstance(base_model(model), Qwen3OmniMoeThinkerForConditionalGeneration)
-
-def vllm_thinker_config(cfg, # the thinker's `Qwen3OmniMoeThinkerConfig`
-                        tok)->Qwen3OmniMoeConfig:
-    "The full Qwen3-Omni config (no audio output) vLLM needs to load `cfg`'s thinker."
-    tc = cfg.to_dict()
-    v, n = tc['vision_config'], tc['vision_config']['num_position_embeddings']
-    if math.isqrt(n) ** 2 != n: raise ValueError(f"vision_config.num_position_embeddings={n} is not a square; vLLM needs a square position grid")
-    v.setdefault('image_size', math.isqrt(n) * v['patch_size'])
-    v.setdefault('apply_vit_abs_pos_embed', True)
-    tc['text_config']['tie_word_embeddings'] = bool(getattr(cfg.text_config, 'tie_word_embeddings', False))
-    if tc.get('audio_end_token_id') is None: tc['audio_end_token_id'] = tok.convert_tokens_to_ids('<|audio_end|>')
-    full = Qwen3OmniMoeConfig(thinker_config=tc, enable_audio_output=False)
-    full.architectures = ['Qwen3OmniMoeForConditionalGeneration']
-    return full
-
-def vllm_processor(processor, tok):
-    "`processor` (from `omni_processor`) as the `Qwen3OmniMoeProcessor` vLLM instantiates (needs torchvision)."
-    from transformers import Qwen2VLVideoProcessor, Qwen3OmniMoeProcessor
-    ip = processor.image_processor
-    video = Qwen2VLVideoProcessor(patch_size=ip.patch_size, merge_size=ip.merge_size, temporal_patch_size=ip.temporal_patch_size)
-    return Qwen3OmniMoeProcessor(image_processor=ip, video_processor=video, feature_extractor=processor.feature_extractor,
-                                 tokenizer=tok, chat_template=processor.chat_template)
-
 def export_for_vllm(model, tok, dest:str|Path, # folder to (re)write
-                    processor=None, # the processor that builds prompts; thinkers default to `omni_processor(tok)`
+                    processor=None, # the processor that builds prompts (default: the adapter's)
                     weights:bool=True, # False: config, tokenizer and processor only (the engine loads weights by sync)
+                    adapter=None, # the model family's adapter (default: `adapter_of(model)`)
                    )->Path:
     "Write `model` (LoRA merged) as a checkpoint folder vLLM loads, atomically."
     from safetensors.torch import save_file
+    adapter = adapter or adapter_of(model)
     with atomic_dir(dest) as tmp:
-        if is_thinker(model):
-            vllm_thinker_config(base_model(model).config, tok).save_pretrained(tmp)
-            if processor is None:
-                from omni_gspo.tokenizer import omni_processor
-                processor = omni_processor(tok)
-            vllm_processor(processor, tok).save_pretrained(tmp)
-        else:
-            cfg = copy.deepcopy(base_model(model).config)
-            cfg.architectures = cfg.architectures or [type(base_model(model)).__name__]   # unset for models built from a config
-            cfg.save_pretrained(tmp)
+        for f in adapter.vllm_files(model, tok, processor): f.save_pretrained(tmp)
         tok.save_pretrained(tmp)
         if weights:
-            prefix, seen, sd = 'thinker.' if is_thinker(model) else '', set(), {}
+            prefix, seen, sd = adapter.weight_prefix, set(), {}
             for k, v in export_weights(model):
                 if v.data_ptr() not in seen: seen.add(v.data_ptr()); sd[prefix + k] = v.contiguous()   # tied weights: one copy
             save_file(sd, str(tmp/'model.safetensors'))
@@ -163,7 +129,7 @@ def _vllm_env():
 class VLLMEngine:
     "Rollout engine on a colocated, in-process vLLM `LLM` holding a synced copy of the policy."
     def __init__(self, model, tok, rcfg, # as for `HFEngine`
-                 processor=None, # the processor that builds multimodal prompts (thinkers; default `omni_processor(tok)`)
+                 processor=None, # the processor that builds multimodal prompts (default: the adapter's)
                  lora_sync:str='merge', # 'merge': full weights, LoRA merged; 'adapter': a new LoRARequest per sync
                  dtype:str|torch.dtype|None=None, # vLLM's compute dtype; default the policy's
                  max_model_len:int=4096, # prompt + response tokens
@@ -171,25 +137,26 @@ class VLLMEngine:
                  workdir:str|Path|None=None, # config/adapter folder; default a fresh temporary one, removed by `close`
                  seed:int=0,
                  banned:list[int]=(), # token ids never sampled (the adapter's `banned_token_ids`), as in `HFEngine`
+                 adapter=None, # the model family's adapter (default: `adapter_of(model)`): names, configs, media limits
                  **llm_kwargs):
         if lora_sync not in ('merge', 'adapter'): raise ValueError(f"lora_sync={lora_sync!r}: expected 'merge' or 'adapter'")
         if lora_sync == 'adapter' and not hasattr(model, 'peft_config'): raise ValueError("lora_sync='adapter' needs a LoRA (peft) model; use lora_sync='merge' for full weights")
         _vllm_env()
         from vllm.platforms import current_platform
-        self.tok, self.lora_sync, self.thinker = tok, lora_sync, is_thinker(model)
+        self.tok, self.lora_sync, adapter = tok, lora_sync, adapter or adapter_of(model)
         self.temperature, self.top_p, self.top_k = rcfg.temperature, rcfg.top_p, rcfg.top_k
         self.max_new_tokens = rcfg.response_length
         self.logit_bias = {int(i): -100.0 for i in banned} or None   # vLLM's most negative bias: probability ~e^-100
         self.device = next(model.parameters()).device
-        self.pad_ids = media_pad_ids(tok) if self.thinker else {}
-        self.prefix = 'thinker.' if self.thinker else ''
-        self.moe_expert_fix = current_platform.is_cpu() and self.thinker if moe_expert_fix is None else moe_expert_fix
+        self.pad_ids = media_pad_ids(tok) if adapter.vllm_mm_limits else {}
+        self.prefix = adapter.weight_prefix
+        self.moe_expert_fix = current_platform.is_cpu() and adapter.direct_expert_write if moe_expert_fix is None else moe_expert_fix
         self._own_workdir, self.workdir = workdir is None, Path(workdir or tempfile.mkdtemp(prefix='omni_gspo_vllm_'))
-        folder = export_for_vllm(model, tok, self.workdir/'policy', processor, weights=False)
+        folder = export_for_vllm(model, tok, self.workdir/'policy', processor, weights=False, adapter=adapter)
         kw = dict(dtype=dtype or next(model.parameters()).dtype, max_model_len=max_model_len, seed=seed, enforce_eager=current_platform.is_cpu(),
                   load_format='dummy', logprobs_mode='processed_logprobs', generation_config='vllm',
                   enable_sleep_mode=current_platform.is_sleep_mode_available())
-        if self.thinker: kw['limit_mm_per_prompt'] = {'image': 4, 'audio': 4, 'video': 0}
+        if adapter.vllm_mm_limits: kw['limit_mm_per_prompt'] = dict(adapter.vllm_mm_limits)
         # seeded requests must not be split by chunked prefill on CPU ("CPU Generator does not use offset")
         if current_platform.is_cpu(): kw['max_num_batched_tokens'] = 1 << 16   # overridable through llm_kwargs
         if lora_sync == 'adapter':
@@ -203,7 +170,7 @@ class VLLMEngine:
     def from_config(cls, model, tok, adapter, processor, cfg):
         "The engine the trainer builds: sampling from `cfg.rollout`, vLLM's settings from `cfg.rollout.vllm`."
         rc = cfg.rollout
-        return cls(model, tok, rc, processor=processor, banned=adapter.banned_token_ids(model), seed=cfg.trainer.seed,
+        return cls(model, tok, rc, processor=processor, banned=adapter.banned_token_ids(model), seed=cfg.trainer.seed, adapter=adapter,
                    max_model_len=cfg.data.max_prompt_length + rc.response_length, **vllm_settings(rc.vllm))
 
     def _make_llm(self, folder, kw):

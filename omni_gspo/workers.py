@@ -13,7 +13,7 @@ import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
 from fastcore.basics import patch
-from .config import ConfigError, atomic_dir, read_keys
+from .config import ConfigError, atomic_dir, read_keys as config_read_keys
 from .data import encode_prompts
 from .splits import load_split
 from .platform import all_reduce_values, ensure_process_group, peak_memory_gb, rank, torch_device, world_size
@@ -104,14 +104,14 @@ def load_checkpoint(path:Path, model, opt, sched=None)->int:
     return info['step']
 
 # %% ../nbs/07c_workers.ipynb #f2273cae
-def shard_actor(model, cfg)->bool:
-    "Activation checkpointing and FSDP2 sharding of the actor as `cfg.actor` asks; True if a process group was made for it."
+def shard_actor(model, cfg, adapter)->bool:
+    "Activation checkpointing and FSDP2 sharding (the adapter's units) of the actor as `cfg.actor` asks; True if a process group was made for it."
     a = cfg.actor
     if not a.fsdp:
         if a.activation_checkpointing: base_model(model).gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': False})
         return False
     own = ensure_process_group(cfg.hardware.device)
-    shard_model(model, cpu_offload=a.fsdp_cpu_offload, activation_checkpointing=a.activation_checkpointing)
+    shard_model(model, units=adapter.fsdp_units(model), cpu_offload=a.fsdp_cpu_offload, activation_checkpointing=a.activation_checkpointing)
     return own
 
 def load_teacher(path:str, mcfg, device, log):
@@ -127,7 +127,7 @@ class ActorWorker:
     def __init__(self, cfg, model_path:Path, tok, adapter, total_steps:int, log=print):
         self.device, self.tok, self.adapter = torch_device(cfg.hardware.device), tok, adapter
         self.model = configure_trainable(load_model(model_path, cfg.model.dtype, self.device), cfg.model)
-        self.own_group = shard_actor(self.model, cfg)
+        self.own_group = shard_actor(self.model, cfg, adapter)
         teacher = load_teacher(cfg.algorithm.opd_teacher, cfg.model, self.device, log)
         self.actor = Actor(self.model, cfg.actor, cfg.algorithm, adapter, teacher, temperature=cfg.rollout.temperature, total_steps=total_steps)
 
@@ -305,7 +305,7 @@ def validate(self:ColocatedWorker, rows:list[int], # this rank's rows of the val
 def save(self:ColocatedWorker, out:Path, step:int, keep:int)->Path: return self.actor.save(out, step, keep)
 
 @patch
-def read_keys(self:ColocatedWorker)->set[str]: return read_keys(self.cfg)
+def read_keys(self:ColocatedWorker)->set[str]: return config_read_keys(self.cfg)
 
 @patch
 def close(self:ColocatedWorker):

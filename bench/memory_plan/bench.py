@@ -1,0 +1,127 @@
+"""Benchmark (device): the project's actor on the full-size Qwen3-Omni-30B-A3B thinker on ONE GPU (issue 11's memory plan).
+
+    python bench/memory_plan/bench.py [--offload] [--budgets 8192 16384] [--iters 3] [--out FILE.jsonl]
+    python bench/memory_plan/bench.py --cpu     # a check of the script itself: tiny config, gloo, CPU
+
+The thinker at its real size with random bf16 weights (`thinker.py`: built on meta, materialised with `to_empty`), LoRA
+r32/α64 on q/k/v/o by `configure_trainable`, sharded by `omni_gspo.fsdp.shard_model` on a one-rank process group
+(FSDP2, activation checkpointing, optional parameter CPU offload), trained by `omni_gspo.actor.Actor`: old log-probs
+(`logprobs`) and one GSPO update (`update`: one mini-batch, micro-batches of `ppo_max_token_len_per_gpu` tokens) on a
+hand-built rollout of `--rows` sequences of `--prompt` + `--response` random tokens. Each token budget in `--budgets`
+runs `--iters` iterations; the first is a warm-up. Prints one JSON line per budget (and appends it to `--out`).
+"""
+from __future__ import annotations
+import argparse, json, os, sys, time
+from pathlib import Path
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from thinker import materialise, meta_policy, thinker_config
+
+def args():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--cpu', action='store_true', help='tiny config on CPU (gloo): a check of the script')
+    ap.add_argument('--offload', action='store_true', help='FSDP2 parameter CPU offload (actor.fsdp_cpu_offload)')
+    ap.add_argument('--layers', type=int, default=None, help='text decoder layers (default: the real 48; 2 with --cpu)')
+    ap.add_argument('--rows', type=int, default=8)
+    ap.add_argument('--prompt', type=int, default=1024)
+    ap.add_argument('--response', type=int, default=1024)
+    ap.add_argument('--budgets', type=int, nargs='+', default=[8192], help='actor.ppo_max_token_len_per_gpu values to run')
+    ap.add_argument('--iters', type=int, default=3)
+    ap.add_argument('--out', default='', help='append the JSON lines to this file too')
+    return ap.parse_args()
+
+def sync(dev):
+    if dev.type == 'cuda': torch.cuda.synchronize()
+
+def gib(x): return round(x / 2**30, 2)
+
+def build_actor(a, dev):
+    "Config, model (sharded, materialised) and `Actor`, as the trainer wires them (`shard_actor`, then `Actor`)."
+    from omni_gspo.actor import Actor
+    from omni_gspo.config import build_config
+    from omni_gspo.fsdp import shard_model
+    from omni_gspo.model import ThinkerAdapter
+    from omni_gspo.platform import ensure_process_group
+    cfg = build_config('gsm8k', {'model.dtype': 'bfloat16', 'model.lora_rank': 32, 'model.lora_alpha': 64, 'rollout.n': a.rows,
+                                 'actor.fsdp': True, 'actor.fsdp_cpu_offload': a.offload, 'actor.activation_checkpointing': True,
+                                 'actor.ppo_mini_batch_size': 1, 'actor.ppo_max_token_len_per_gpu': a.budgets[0]})
+    ensure_process_group('cpu' if a.cpu else 'gpu')
+    t = time.perf_counter()
+    model = meta_policy(thinker_config(tiny=a.cpu, layers=a.layers), cfg.model)
+    shard_model(model, cpu_offload=cfg.actor.fsdp_cpu_offload, activation_checkpointing=cfg.actor.activation_checkpointing)
+    materialise(model, dev, params_on='cpu' if a.offload else dev)
+    sync(dev)
+    build_s = time.perf_counter() - t
+    actor = Actor(model, cfg.actor, cfg.algorithm, ThinkerAdapter(), temperature=cfg.rollout.temperature, total_steps=a.iters * len(a.budgets))
+    return cfg, model, actor, build_s
+
+def random_rollout(a, vocab, dev, seed=0):
+    "A `Rollout` of `a.rows` samples of one prompt: `a.prompt` + `a.response` random token ids, no padding."
+    from omni_gspo.rollout import Rollout
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, vocab, (a.rows, a.prompt + a.response), generator=g).to(dev)
+    ones = torch.ones_like(ids)
+    return Rollout(ids[:, :a.prompt], ones[:, :a.prompt], ids[:, a.prompt:], ones[:, a.prompt:],
+                   torch.zeros(a.rows, a.response, device=dev), ['length'] * a.rows, torch.zeros(a.rows, dtype=torch.long, device=dev))
+
+def timed(fn, dev, store:list):
+    "`fn` with the seconds of each call (device synchronised) appended to `store`."
+    def run(*args, **kw):
+        sync(dev); t = time.perf_counter()
+        out = fn(*args, **kw)
+        sync(dev); store.append(time.perf_counter() - t)
+        return out
+    return run
+
+def iteration(actor, ro, adv, dev)->dict:
+    "Old log-probs then one update; seconds of each part, the update's forward+backward and its optimizer part."
+    fwd_bwd = []
+    actor._accumulate = timed(type(actor)._accumulate.__get__(actor), dev, fwd_bwd)   # every micro-batch's forward+backward
+    sync(dev); t0 = time.perf_counter()
+    old = actor.logprobs(ro)
+    sync(dev); t1 = time.perf_counter()
+    m = actor.update(ro, adv, old, n=ro.response_ids.shape[0])
+    sync(dev); t2 = time.perf_counter()
+    return {'old_logprobs': t1 - t0, 'update': t2 - t1, 'update_fwd_bwd': sum(fwd_bwd), 'update_optimizer': t2 - t1 - sum(fwd_bwd),
+            'micro_batches': m['actor/micro_batches'], 'loss': m['actor/loss'], 'grad_norm': m['actor/grad_norm']}
+
+def main():
+    a = args()
+    dev = torch.device('cpu' if a.cpu else 'cuda')
+    if not a.cpu: torch.cuda.set_device(0)
+    cfg, model, actor, build_s = build_actor(a, dev)
+    base_alloc = torch.cuda.memory_allocated() if dev.type == 'cuda' else 0
+    ro = random_rollout(a, 150000, dev)   # ids below the special tokens
+    adv = torch.randn(a.rows, generator=torch.Generator().manual_seed(1)).to(dev)
+    tokens = a.rows * (a.prompt + a.response)
+    n_params = sum(p.numel() for p in model.parameters())
+    for budget in a.budgets:
+        actor.token_budget = budget
+        its, peaks = [], []
+        for _ in range(a.iters):
+            if dev.type == 'cuda': torch.cuda.reset_peak_memory_stats()
+            its.append(iteration(actor, ro, adv, dev))
+            peaks.append(torch.cuda.max_memory_allocated() if dev.type == 'cuda' else 0)
+        steady = its[1:] or its
+        mean = {k: sum(i[k] for i in steady) / len(steady) for k in ('old_logprobs', 'update', 'update_fwd_bwd', 'update_optimizer')}
+        r = {'bench': 'memory_plan', 'device': torch.cuda.get_device_name() if dev.type == 'cuda' else 'cpu',
+             'model': 'Qwen3-Omni-30B-A3B thinker (random bf16)' if not a.cpu else 'tiny thinker (CPU check)',
+             'layers': model.get_base_model().config.text_config.num_hidden_layers, 'params_b': round(n_params / 1e9, 2),
+             'trainable_params': sum(p.numel() for p in actor.params), 'lora': 'r32/a64 q,k,v,o', 'fsdp_world': 1,
+             'cpu_offload': a.offload, 'activation_checkpointing': True, 'rows': a.rows, 'prompt_len': a.prompt, 'response_len': a.response,
+             'tokens_per_iteration': tokens, 'tokens_per_microbatch': budget, 'micro_batches': steady[-1]['micro_batches'],
+             'experts_implementation': model.get_base_model().config.text_config._experts_implementation,
+             'build_s': round(build_s, 1), 'weights_gib': gib(base_alloc), 'peak_gib': gib(max(peaks)), 'peak_gib_per_iter': [gib(p) for p in peaks],
+             'step_breakdown_s': {k: round(v, 3) for k, v in mean.items()},
+             'iter_s': [round(i['old_logprobs'] + i['update'], 2) for i in its],
+             'actor_tokens_per_s': round(tokens / mean['update_fwd_bwd']), 'old_logprobs_tokens_per_s': round(tokens / mean['old_logprobs']),
+             'loss': round(its[-1]['loss'], 4), 'grad_norm': round(its[-1]['grad_norm'], 4), 'iters': a.iters,
+             'torch': torch.__version__}
+        line = json.dumps(r)
+        print('RESULT', line, flush=True)
+        if a.out:
+            with open(a.out, 'a') as f: f.write(line + '\n')
+    torch.distributed.destroy_process_group()
+
+if __name__ == '__main__': main()
