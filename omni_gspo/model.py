@@ -28,8 +28,8 @@ __all__ = ['TINY_KINDS', 'DTYPES', 'ADAPTERS', 'ENCODER_PATTERN', 'token_ids', '
            'multimodal_pairs', 'tiny_model_dir', 'vllm_thinker_config', 'vllm_processor', 'base_model',
            'CausalLMAdapter', 'ThinkerAdapter', 'register_adapter', 'adapter_for', 'adapter_of', 'resolve_model_path',
            'load_tokenizer', 'load_model', 'load_policy', 'noised_copy', 'lora_modules', 'apply_lora',
-           'configure_trainable', 'full_tensor', 'lora_adapters', 'lora_delta', 'export_weights', 'module_mode',
-           'hidden_states_only', 'completion_logprobs']
+           'configure_trainable', 'full_tensor', 'lora_adapters', 'lora_delta', 'trained_groups', 'export_weights',
+           'module_mode', 'hidden_states_only', 'completion_logprobs']
 
 # %% ../nbs/03_model.ipynb #31ed7ab8
 def token_ids(tok)->dict:
@@ -314,17 +314,29 @@ def lora_delta(layer:LoraLinear, # the peft LoRA layer (for its scaling and `fan
     return ((d.T if layer.fan_in_fan_out else d) * layer.scaling[adapter]).to(dtype)
 
 # %% ../nbs/03_model.ipynb #2b489d7b
+def _group(module:str)->str:
+    "The module a weight-holding module sits in (`model.layers.0.self_attn` for its `q_proj`): what vLLM may fuse."
+    return module.rpartition('.')[0]
+
+def trained_groups(model)->set[str]:
+    "Groups (`_group`) of the base model whose weights training changes: those holding a LoRA adapter or a trainable weight."
+    return {_group(n.split('.lora_')[0] if '.lora_' in n else n.rpartition('.')[0])
+            for n, p in base_model(model).named_parameters() if p.requires_grad}
+
 @torch.no_grad()
 def export_weights(model, # the policy: plain or peft-wrapped, sharded (FSDP2) or not
                    merge_lora:bool=True, # False: the base weights without the LoRA deltas (vLLM's adapter mode)
+                   changed_only:bool=False, # only the groups training changes (`trained_groups`): a sync after the first
                   )->Iterator[tuple[str, torch.Tensor]]:
     "Yield `(name, tensor)` per base-model state-dict key, one whole tensor at a time: LoRA merged, shards gathered."
     base = base_model(model)
     loras = {n: m for n, m in base.named_modules() if isinstance(m, LoraLayer)}
+    groups = trained_groups(model) if changed_only else None
     for key, value in base.state_dict(keep_vars=True).items():
         if '.lora_' in key: continue
         owner, _, leaf = key.rpartition('.')
         layer = owner.removesuffix('.base_layer')
+        if groups is not None and _group(layer) not in groups: continue
         w = full_tensor(value)
         if merge_lora and leaf == 'weight' and layer != owner and layer in loras:
             lm = loras[layer]

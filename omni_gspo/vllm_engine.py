@@ -204,7 +204,7 @@ class VLLMEngine:
         if 'weights' in self.asleep: raise RuntimeError("sync_weights() while the engine's weights are asleep: call wake(['weights']) first")
         t = time.perf_counter()
         if self.lora_sync == 'adapter': self._new_adapter(model)
-        else: self._push(export_weights(model))
+        else: self._push(export_weights(model, changed_only=True))   # the first push (in __init__) sent everything
         return {'timing_s/weight_sync': time.perf_counter() - t}
 
     def sleep(self):
