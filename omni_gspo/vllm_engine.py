@@ -241,13 +241,8 @@ class VLLMEngine:
         return outs
 
     @torch.no_grad()
-    def generate(self, prompts:list, # `Prompt`s: expanded token ids, the raw media (for vLLM) and the processor's features (for the actor)
-                 n:int=1, # samples per prompt
-                 greedy:bool=False, # argmax decoding (validation)
-                 seed:int|None=None,
-                 on_finish=None, # on_finish(i, responses): prompt i's n response token lists, as soon as vLLM finishes them
-                )->Rollout:
-        "Sample `n` responses for each prompt."
+    def generate(self, prompts:list, n:int=1, greedy:bool=False, seed:int|None=None, on_finish=None)->Rollout:
+        "Sample `n` responses for each prompt (as `HFEngine.generate`); vLLM gets each prompt's raw media, the `Rollout` its processor features."
         if self.asleep: raise RuntimeError(f"generate() while the engine sleeps ({', '.join(sorted(self.asleep))}): call wake() first")
         media = [prompt_media(p.example) for p in prompts]
         if any(m and not p.mm for m, p in zip(media, prompts)):
