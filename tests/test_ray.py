@@ -4,7 +4,8 @@ mini-batch with the hf engine, and the driver merges their reports.
 
 Checked: both steps logged with finite loss and gradient norm; rollout and actor agree on every rank (fp32); the
 checkpoint holds both ranks' state; every config key was read by some process (the ranks' reads come back from their
-pickled copies); a cluster too small for the ranks is an error, not a hang; and resuming continues at step 3."""
+pickled copies); a cluster too small for the ranks is an error, not a hang; resuming continues at step 3; and AVQA's image +
+audio prompts run on two ranks too."""
 import json, math
 import pytest
 from omni_gspo.config import build_config, unread_keys
@@ -51,3 +52,12 @@ def test_too_few_resources_is_an_error(ray_cluster, tmp_path, monkeypatch):
     cfg = build_config('gsm8k', SMALL | {'hardware.gpus_per_node': 4, 'data.train_batch_size': 4, 'actor.ppo_mini_batch_size': 4},
                        **{'trainer.output_dir': str(tmp_path/'x'), 'trainer.max_steps': 1})
     with pytest.raises(Exception, match='4 ranks'): train(cfg, log=lambda s: None)
+
+
+def test_image_and_audio_prompts_on_two_ranks(ray_cluster, tmp_path):
+    "AVQA (image + audio prompts): each rank collates its own media features; both towers run on the sharded model."
+    cfg = build_config('avqa', {k: v for k, v in SMALL.items() if not k.startswith('data.')} | {'trainer.test_freq': 0},
+                       **{'trainer.output_dir': str(tmp_path/'avqa'), 'trainer.max_steps': 2})
+    rows = read_metrics(train(cfg, log=lambda s: None).metrics)
+    assert [r['training/global_step'] for r in rows] == [1, 2]
+    assert all(r['training/rollout_actor_probs_pearson_corr'] > 0.9999 and math.isfinite(r['response_length/mean']) for r in rows)
