@@ -192,8 +192,8 @@ class VLLMEngine:
         "Save the current adapter to a fresh folder and serve it under a new LoRA id; drop the previous one."
         from vllm.lora.request import LoRARequest
         self.version += 1
-        d, tmp = self.workdir/f'adapter-v{self.version}', Path(tempfile.mkdtemp(dir=self.workdir, prefix='.adapter.'))
-        model.save_pretrained(tmp); os.replace(tmp, d)
+        d = self.workdir/f'adapter-v{self.version}'
+        with atomic_dir(d) as tmp: model.save_pretrained(tmp)
         old, self.lora_request = self.lora_request, LoRARequest(f'policy-v{self.version}', self.version, str(d))
         if old is not None:
             self.llm.llm_engine.remove_lora(old.lora_int_id)
