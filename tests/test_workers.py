@@ -72,6 +72,10 @@ def _rank(rank, folder):
     dist.all_gather_object(res, (m, micro, aw.actor._micro(sub, torch.arange(len(rows)))[1]))
     if rank == 0: torch.save(res, f'{folder}/ranks.pt')
     aw.close()
+    # The results are saved and the group is closed. About 1 exit in 20 then aborts inside interpreter teardown
+    # ("terminate called without an active exception", no Python frame: a native thread destroyed at exit), which
+    # mp.spawn would report as a failure; leave without the teardown.
+    os._exit(0)
 
 
 def test_two_ranks_give_one_process_loss_and_grad_norm(tmp_path):
