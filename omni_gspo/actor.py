@@ -13,7 +13,7 @@ from .model import completion_logprobs, full_tensor, lora_modules, module_mode
 from .platform import all_reduce_values, world_size
 
 # %% auto #0
-__all__ = ['SUMMED', 'loss_kwargs', 'lr_factor', 'micro_batches', 'Actor', 'merge_micro_metrics']
+__all__ = ['SUMMED', 'loss_kwargs', 'lr_factor', 'micro_batches', 'Actor', 'micro_merge', 'merge_metrics']
 
 # %% ../nbs/07_actor.ipynb #eba16267
 def loss_kwargs(algo)->dict:
@@ -123,15 +123,21 @@ def teacher_logprobs(self:Actor, ro)->torch.Tensor:
 # %% ../nbs/07_actor.ipynb #6075529b
 SUMMED = ('actor/pg_loss', 'actor/entropy', 'actor/kl_loss', 'actor/loss', 'distillation/pg_loss')
 
-def merge_micro_metrics(ms:list[dict], weights:list[float])->dict:
-    "One mini-batch's metrics from its micro-batches': losses add up (mini-batch divisors), extremes stay extremes, the rest are token-weighted means."
+def micro_merge(key:str)->str:
+    "How `key` combines over micro-batches: losses add up (mini-batch divisors), extremes stay extremes, the rest are weighted means."
+    if key in SUMMED: return 'sum'
+    if key.endswith('_min'): return 'min'
+    if key.endswith('_max'): return 'max'
+    return 'mean'
+
+def merge_metrics(ms:list[dict], weights:list[float], # one weight per dict, for the means (all 0: equal weights)
+                  how=micro_merge, # key -> 'sum', 'max', 'min' or 'mean'
+                 )->dict:
+    "One dict of metrics from several parts' (micro-batches, ranks), key by key as `how` says; a single part's are returned as they are."
+    if len(ms) == 1: return dict(ms[0])
     w = weights if sum(weights) > 0 else [1.0] * len(ms)
-    def merge(k, vs):
-        if k in SUMMED: return sum(vs)
-        if k.endswith('_min'): return min(vs)
-        if k.endswith('_max'): return max(vs)
-        return sum(v * x for v, x in zip(vs, w)) / sum(w)
-    return {k: merge(k, [m[k] for m in ms]) for k in ms[0]}
+    ops = {'sum': sum, 'max': max, 'min': min, 'mean': lambda vs: sum(v * x for v, x in zip(vs, w)) / sum(w)}
+    return {k: ops[how(k)]([m[k] for m in ms]) for k in ms[0]}
 
 @patch
 def _nothing_to_learn(self:Actor, adv_rows, mask_rows, teacher_logp)->bool:
@@ -174,7 +180,7 @@ def _accumulate(self:Actor, ro, rows, adv, old_logp, mask, seq_weights=None, ref
         loss, m = self._micro_loss(ro, r, adv, old_logp, mask[r], div, seq_weights, ref_logp, teacher_logp, opd_div)
         (loss * (self.world if i < real else 0)).backward()            # a repeat only keeps the ranks in step
         if i < real: ms.append(m); weights.append(float(ro.response_mask[r].sum()))
-    return merge_micro_metrics(ms, weights) | {'actor/micro_batches': float(len(groups))}
+    return merge_metrics(ms, weights) | {'actor/micro_batches': float(len(groups))}
 
 @patch
 def _step(self:Actor, ro, rows, adv, old_logp, mask, seq_weights=None, ref_logp=None, teacher_logp=None):

@@ -9,16 +9,21 @@ from .config import ConfigError
 from .workers import ColocatedWorker
 
 # %% auto #0
-__all__ = ['RAY_PLACEMENT_TIMEOUT_S', 'FORWARDED_ENV', 'InProcessWorkers', 'RayWorkers', 'make_workers']
+__all__ = ['RAY_PLACEMENT_TIMEOUT_S', 'FORWARDED_ENV', 'WorkerGroup', 'InProcessWorkers', 'RayWorkers', 'make_workers']
 
 # %% ../nbs/07d_placement.ipynb #2d73f94c
-class InProcessWorkers:
+class WorkerGroup:
+    "The ranks of a run; a subclass says how `call_each` reaches them."
+    def call(self, method:str, *args)->list:
+        "`method(*args)` on every rank; the results in rank order."
+        return self.call_each(method, [args] * self.world)
+
+class InProcessWorkers(WorkerGroup):
     "One rank, in this process."
     def __init__(self, cfg): self.workers, self.world = [ColocatedWorker(cfg)], 1
     def call_each(self, method:str, args:list[tuple])->list:
         "`method(*args[r])` on rank r, for every rank; the results in rank order."
         return [getattr(w, method)(*a) for w, a in zip(self.workers, args)]
-    def call(self, method:str, *args)->list: return self.call_each(method, [args] * self.world)
     def close(self): self.call('close')
 
 # %% ../nbs/07d_placement.ipynb #b286dbad
@@ -46,7 +51,7 @@ def _join_ray(world:int)->bool:
     except ConnectionError: ray.init(num_cpus=max(world, os.cpu_count() or 1), **kw); return True
 
 # %% ../nbs/07d_placement.ipynb #2ed7f6ed
-class RayWorkers:
+class RayWorkers(WorkerGroup):
     "`world` ranks as Ray actors, one per device, in one placement group."
     def __init__(self, cfg, world:int):
         self.world, self.started = world, _join_ray(world)
@@ -72,7 +77,6 @@ class RayWorkers:
         "`method(*args[r])` on rank r, for every rank, all at once; the results in rank order."
         import ray
         return ray.get([getattr(w, method).remote(*a) for w, a in zip(self.workers, args)])
-    def call(self, method:str, *args)->list: return self.call_each(method, [args] * self.world)
 
     def close(self):
         "Close every rank, free the placement group, and stop Ray if this group started it."

@@ -13,7 +13,7 @@ from .config import Config, ConfigError, VLLMConfig, atomic_write_text, config_d
 from .data import batch_indices, steps_per_epoch
 from .platform import dist_env
 from .rewards import val_metrics
-from .actor import SUMMED
+from .actor import merge_metrics, micro_merge
 from .workers import list_checkpoints
 from .placement import make_workers
 from .records import data_file_path, drop_rollout_records
@@ -91,20 +91,18 @@ def validate(workers, n_val:int, batch:int, # prompts per greedy generate call (
     return val_metrics([d for ds, _ in parts for d in ds], [x for _, det in parts for x in det])
 
 # %% ../nbs/09_trainer.ipynb #81cafe16
-RANK_SUMS = SUMMED + ('reward/errors', 'reward/timeouts', 'perf/tokens_per_s', 'perf/gen_tokens_per_s')
+RANK_SUMS = ('reward/errors', 'reward/timeouts', 'perf/tokens_per_s', 'perf/gen_tokens_per_s')   # beside the loss terms (`micro_merge`)
 
 def rank_merge(key:str)->str:
-    "How `key` combines over ranks: 'sum', 'max', 'min' or 'mean' (weighted by responses)."
+    "How `key` combines over ranks: as over micro-batches (`micro_merge`), and also counts and throughputs add up, the slowest timing, the highest memory and the lowest parity count."
     if key in RANK_SUMS: return 'sum'
-    if key.endswith('_max') or key.startswith('timing_s/') or key in ('perf/max_memory_gb', 'response_length/max'): return 'max'
-    if key.endswith('_min') or key == 'training/rollout_actor_probs_pearson_corr': return 'min'
-    return 'mean'
+    if key.startswith('timing_s/') or key in ('perf/max_memory_gb', 'response_length/max'): return 'max'
+    if key == 'training/rollout_actor_probs_pearson_corr': return 'min'
+    return micro_merge(key)
 
 def merge_rank_metrics(ms:list[dict], weights:list[float])->dict:
-    "One step's metrics from the ranks' (see `rank_merge`); one rank's are returned as they are."
-    if len(ms) == 1: return dict(ms[0])
-    ops = {'sum': sum, 'max': max, 'min': min, 'mean': lambda vs: sum(v * w for v, w in zip(vs, weights)) / sum(weights)}
-    return {k: ops[rank_merge(k)]([m[k] for m in ms]) for k in ms[0]}
+    "One step's metrics from the ranks' (see `rank_merge`), means weighted by `weights` (responses); one rank's are returned as they are."
+    return merge_metrics(ms, weights, rank_merge)
 
 # %% ../nbs/09_trainer.ipynb #a9e224ac
 @dataclass
@@ -140,9 +138,9 @@ def run_folder(output_dir:str, # `trainer.output_dir`; a last part '{time}' beco
 def _step_metrics(parts:list[dict], step:int, spe:int)->tuple[dict, list[str], list[float]]:
     "The step's metrics, texts and rewards from the ranks' reports."
     texts, rewards = [t for p in parts for t in p['texts']], [r for p in parts for r in p['rewards']]
-    m = merge_rank_metrics([p['metrics'] for p in parts], [len(p['rewards']) for p in parts])
-    rw = torch.tensor(rewards)
-    m |= {'reward/mean': rw.mean().item(), 'reward/std': rw.std().item()}
+    rw = torch.tensor(rewards)   # the standard deviation does not merge over ranks: both from all rewards
+    m = {'reward/mean': rw.mean().item(), 'reward/std': rw.std().item(),
+         **merge_rank_metrics([p['metrics'] for p in parts], [len(p['rewards']) for p in parts])}
     return {'training/global_step': step, 'training/epoch': (step - 1) // spe + 1, **m}, texts, rewards
 
 def train(cfg:Config, log=print)->RunResult:

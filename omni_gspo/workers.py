@@ -272,7 +272,7 @@ def step(self:ColocatedWorker, step:int, rows:list[int], # this rank's rows of t
     t4 = time.perf_counter()
     lens = ro.response_mask.sum(1).float().cpu()
     ntok = float(lens.sum())
-    m = {'reward/mean': rw.mean().item(), 'reward/std': rw.std().item(), 'reward/frac_zero_std': frac_zero, **rmetrics,
+    m = {'reward/frac_zero_std': frac_zero, **rmetrics,   # reward mean and std: from all ranks' rewards, by the driver
          'response_length/mean': lens.mean().item(), 'response_length/max': lens.max().item(),
          'response_length/clip_ratio': sum(r == 'length' for r in ro.finish_reasons) / len(ro.finish_reasons),
          **par, **rollout_correction_metrics(ro.logprobs, old, ro.response_mask), **wm, **upd,
