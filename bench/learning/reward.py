@@ -7,8 +7,9 @@ answer in either form and checks it with `math_verify`:
 
 - `acc`: 1 if the final answer (the last `#### N`, else the last `\\boxed{...}`) equals the reference, else 0; this is
   what the trainer's validation reports (`val-core/openai/gsm8k/acc/mean@1`) and what evaluate.py calls `lenient`;
-- `score` (what GRPO optimises): `acc`, times 0.8 when the answer is not in the requested `#### N` form, so that
-  among right answers the requested format is preferred.
+- `score` (what GRPO optimises): `acc`. A first run (2026-12-01, session 1) scored a right `\\boxed{}` answer 0.8
+  and a right `#### N` 1.0: the clearest signal in each group was then the format, the policy moved there first, and
+  held-out correctness did not improve. This run rewards correctness alone; `hashes` is logged to show the format.
 """
 from __future__ import annotations
 import re
@@ -36,4 +37,4 @@ def compute_score(data_source:str, solution_str:str, ground_truth:str, extra_inf
     "verl-style custom reward: `{'score', 'acc', 'hashes'}` of one response against the reference number."
     ans, hashes = final_answer(solution_str)
     acc = float(ans is not None and math_equal('\\boxed{' + ans + '}', ground_truth) == 1.0)
-    return {'score': acc * (1.0 if hashes else 0.8), 'acc': acc, 'hashes': float(hashes)}
+    return {'score': acc, 'acc': acc, 'hashes': float(hashes)}
