@@ -40,13 +40,15 @@ def lr_factor(kind:str, # 'constant' or 'cosine'
     return factor
 
 def micro_batches(prompt_lens:list[int], response_lens:list[int], # tokens of each row, padding excluded
-                  budget:int, # tokens per forward: rows × (longest prompt + longest response) of the micro-batch
+                  budget:int, # tokens per forward, as that forward computes them
+                  packed:bool=False, # True: one packed row, the rows' real tokens; False: rows × (longest prompt + longest response)
                  )->list[list[int]]:
-    "Consecutive groups of row positions whose padded size stays within `budget` (a longer row goes alone)."
-    out, cur, lp, lr = [], [], 0, 0
+    "Consecutive groups of row positions whose forward size stays within `budget` (a longer row goes alone)."
+    out, cur, lp, lr, tot = [], [], 0, 0, 0
     for i, (p, r) in enumerate(zip(prompt_lens, response_lens)):
-        if cur and (len(cur) + 1) * (max(lp, p) + max(lr, r)) > budget: out.append(cur); cur, lp, lr = [], 0, 0
-        cur.append(i); lp, lr = max(lp, p), max(lr, r)
+        size = tot + p + r if packed else (len(cur) + 1) * (max(lp, p) + max(lr, r))
+        if cur and size > budget: out.append(cur); cur, lp, lr, tot = [], 0, 0, 0
+        cur.append(i); lp, lr, tot = max(lp, p), max(lr, r), tot + p + r
     return out + ([cur] if cur else [])
 
 # %% ../nbs/07_actor.ipynb #1f4eb1e6
@@ -61,6 +63,7 @@ class Actor:
             raise ConfigError(f"actor.ppo_mini_batch_size={acfg.ppo_mini_batch_size} must be a multiple of the {self.world} data-parallel ranks")
         self.mini_batch = acfg.ppo_mini_batch_size // self.world       # this rank's prompts per mini-batch
         self.temperature, self.agg, self.token_budget = temperature, algo.loss_agg_mode, acfg.ppo_max_token_len_per_gpu
+        self.packed = adapter.packs(model, acfg.packing)              # one unpadded row per micro-batch (03_model, sequence packing)
         if self.token_budget < 1: raise ConfigError(f"actor.ppo_max_token_len_per_gpu must be >= 1, got {self.token_budget}")
         self.params = [p for p in model.parameters() if p.requires_grad]
         o = acfg.optim
@@ -74,17 +77,17 @@ class Actor:
 # %% ../nbs/07_actor.ipynb #58dfa74d
 @patch
 def _micro(self:Actor, ro, rows:torch.Tensor)->tuple[list[torch.Tensor], int]:
-    "`rows` split into micro-batches of at most `ppo_max_token_len_per_gpu` padded tokens, repeated up to the busiest rank's count; how many are real."
+    "`rows` split into micro-batches of at most `ppo_max_token_len_per_gpu` tokens (padded, or real when packed), repeated up to the busiest rank's count; how many are real."
     P = ro.prompt_ids.shape[1]
     am = ro.attention_mask[rows]
     groups = [rows[torch.tensor(g, device=rows.device)] for g in
-              micro_batches(am[:, :P].sum(-1).tolist(), am[:, P:].sum(-1).tolist(), self.token_budget)]
+              micro_batches(am[:, :P].sum(-1).tolist(), am[:, P:].sum(-1).tolist(), self.token_budget, self.packed)]
     most = int(all_reduce_values([len(groups)], 'max')[0])
     return groups + groups[-1:] * (most - len(groups)), len(groups)
 
 @patch
 def _logprobs(self:Actor, ro, rows:torch.Tensor, model=None, with_entropy=False):
-    "Log-probs [len(rows), R] (and entropies) of the rows `rows`, after cutting the padding they all share."
+    "Log-probs [len(rows), R] (and entropies) of the rows `rows`, after cutting the padding they all share (or packed)."
     P, R = ro.prompt_ids.shape[1], ro.response_ids.shape[1]
     am = ro.attention_mask[rows]
     first = int(am[:, :P].any(0).nonzero()[0])                         # left padding common to every row
@@ -92,8 +95,8 @@ def _logprobs(self:Actor, ro, rows:torch.Tensor, model=None, with_entropy=False)
     last = int(used[-1]) + 1 if len(used) else 1                       # response columns any row uses
     ids, am, mm = ro.input_ids[rows][:, first:P + last], am[:, first:P + last], ro.mm_inputs(rows.tolist())
     model = model or self.model
-    pos = self.adapter.position_ids(model, ids, am, mm)
-    out = completion_logprobs(model, ids, am, P - first, position_ids=pos, with_entropy=with_entropy,
+    pos = (self.adapter.packed_position_ids if self.packed else self.adapter.position_ids)(model, ids, am, mm)
+    out = completion_logprobs(model, ids, am, P - first, position_ids=pos, with_entropy=with_entropy, packed=self.packed,
                               banned=self.adapter.banned_token_ids(model), temperature=self.temperature, **mm)
     pad = lambda x: torch.nn.functional.pad(x, (0, R - last))
     return tuple(map(pad, out)) if with_entropy else pad(out)
@@ -210,7 +213,7 @@ def update(self:Actor, ro, advantages:torch.Tensor, # [N] one per response
         ms = [self._step(ro, torch.arange(s, min(s + rows_per_mb, N), device=mask.device), advantages, old_logp, mask, seq_weights, ref, teacher)
               for s in range(0, N, rows_per_mb)]
     with warnings.catch_warnings():   # the schedule counts training steps, also those without an optimizer step
-        warnings.filterwarnings('ignore', message='Detected call of `lr_scheduler.step\(\)` before `optimizer.step\(\)`')
+        warnings.filterwarnings('ignore', message=r'Detected call of `lr_scheduler.step\(\)` before `optimizer.step\(\)`')
         self.sched.step()
     taken = [m for m in ms if m is not None]
     out = {k: sum(m[k] for m in taken) / len(taken) for k in taken[0]} if taken else {}

@@ -77,7 +77,8 @@ class ActorConfig(Section):
     "The policy update: optimizer and mini-batching."
     optim: OptimConfig = field(default_factory=OptimConfig)
     ppo_mini_batch_size: int = 4    # prompts per optimizer step; train_batch_size / this = updates per step
-    ppo_max_token_len_per_gpu: int = 16384 # tokens per forward (rows × padded length); a mini-batch is split into micro-batches within it
+    ppo_max_token_len_per_gpu: int = 16384 # tokens per forward (rows × padded length; packed: the rows' real tokens); a mini-batch is split into micro-batches within it
+    packing: str = choice('auto', 'on', 'off')  # a micro-batch's rows as one unpadded sequence, positions restarting per row (03_model); auto: only where attention skips the cross-row blocks (flash_attention_2/3/4, flex_attention), padded with sdpa/eager (they would compute the full S×S); on: always (sdpa/eager: exact via a block-diagonal mask); off: padded
     activation_checkpointing: bool = False # recompute each decoder layer's activations in the backward pass (memory for time)
     fsdp: bool = False              # shard the actor with FSDP2 (one unit per decoder layer); required with several ranks
     fsdp_cpu_offload: bool = False  # with fsdp: keep parameter shards, gradients and the optimizer step in host memory

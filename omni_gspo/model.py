@@ -12,6 +12,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 from torch.distributed.tensor import DTensor
+from transformers.utils.generic import is_flash_attention_requested
 from transformers import (AutoConfig, AutoModelForCausalLM, AutoTokenizer, Qwen3OmniMoeConfig, Qwen3OmniMoeThinkerConfig,
                           Qwen3OmniMoeThinkerForConditionalGeneration)
 from peft import LoraConfig, get_peft_model
@@ -26,10 +27,11 @@ from .config import ConfigError
 # %% auto #0
 __all__ = ['TINY_KINDS', 'DTYPES', 'ADAPTERS', 'ENCODER_PATTERN', 'token_ids', 'tiny_thinker_config', 'gsm8k_pairs', 'warm_start',
            'multimodal_pairs', 'tiny_model_dir', 'vllm_thinker_config', 'vllm_processor', 'base_model',
-           'CausalLMAdapter', 'ThinkerAdapter', 'register_adapter', 'adapter_for', 'adapter_of', 'resolve_model_path',
-           'load_tokenizer', 'load_model', 'load_policy', 'noised_copy', 'lora_modules', 'apply_lora',
-           'configure_trainable', 'full_tensor', 'lora_adapters', 'lora_delta', 'trained_groups', 'export_weights',
-           'module_mode', 'hidden_states_only', 'completion_logprobs']
+           'running_positions', 'varlen_attention', 'CausalLMAdapter', 'ThinkerAdapter', 'register_adapter',
+           'adapter_for', 'adapter_of', 'resolve_model_path', 'load_tokenizer', 'load_model', 'load_policy',
+           'noised_copy', 'lora_modules', 'apply_lora', 'configure_trainable', 'full_tensor', 'lora_adapters',
+           'lora_delta', 'trained_groups', 'export_weights', 'module_mode', 'hidden_states_only', 'completion_logprobs',
+           'packed_hidden_states']
 
 # %% ../nbs/03_model.ipynb #31ed7ab8
 def token_ids(tok)->dict:
@@ -148,18 +150,40 @@ def base_model(model):
     "The transformers model under a peft wrapper (or `model` itself)."
     return model.get_base_model() if hasattr(model, 'get_base_model') else model
 
+def running_positions(attention_mask:torch.Tensor)->torch.Tensor:
+    "Positions [B, L] counting attended tokens (pads get 1, as in `generate`)."
+    return (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 1)
+
+def varlen_attention(impl:str # an attention implementation: 'sdpa', 'eager', 'flash_attention_2', 'flex_attention', ...
+                    )->bool:
+    "Whether `impl` computes only the diagonal blocks of a packed row (flash varlen kernels, flex attention's block mask)."
+    return is_flash_attention_requested(requested_attention_implementation=impl) or impl == 'flex_attention'
+
 class CausalLMAdapter:
     "Plain decoder-only language models: text in, text out."
     weight_prefix = ''        # checkpoint names as vLLM reads them: the module's own
     vllm_mm_limits = None     # media per prompt for vLLM (None: text only)
     direct_expert_write = False   # MoE experts written straight into vLLM's CPU kernels (see `06a_vllm`)
     compiled_decode = True    # the built-in engine's static cache + compiled step: 2.2-7.1x plain `generate` (Qwen2.5-0.5B, H200)
+    packable = True           # rows may be packed into one sequence with restarting positions (False e.g. for state-space layers without varlen support)
     def load(self, path:Path, dtype:torch.dtype)->nn.Module: return AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
     def processor(self, tok): return None
     def banned_token_ids(self, model)->list[int]: return []
     def position_ids(self, model, input_ids:torch.Tensor, attention_mask:torch.Tensor, mm:dict)->torch.Tensor:
         "Positions [B, L] counting attended tokens (pads get 1, as in `generate`)."
-        return (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 1)
+        return running_positions(attention_mask)
+    def packed_position_ids(self, model, input_ids:torch.Tensor, attention_mask:torch.Tensor, mm:dict)->torch.Tensor:
+        "Positions [1, S] of the attended tokens of all rows as one packed row: each row's own, restarting at 0."
+        return self.position_ids(model, input_ids, attention_mask, mm)[attention_mask.bool()][None]
+    def attention(self, model)->str:
+        "The attention implementation of the text decoder ('sdpa', 'flash_attention_2', ...)."
+        return base_model(model).config._attn_implementation
+    def packs(self, model, mode:str # `actor.packing`: 'auto', 'on' or 'off'
+             )->bool:
+        "Whether the actor packs micro-batches: `on`, or `auto` with an attention that skips the blocks between rows."
+        if mode not in ('auto', 'on', 'off'): raise ConfigError(f"actor.packing: expected one of auto, on, off, got {mode!r}")
+        if mode == 'on' and not self.packable: raise ConfigError(f"actor.packing='on': {type(self).__name__} models cannot pack rows into one sequence; use auto or off")
+        return self.packable and (mode == 'on' or (mode == 'auto' and varlen_attention(self.attention(model))))
     def fsdp_units(self, model)->list[str]|None:
         "Class names of the modules FSDP2 shards one by one (None: the model's `_no_split_modules`)."
         return None
@@ -192,6 +216,12 @@ class ThinkerAdapter(CausalLMAdapter):
         pos, _ = base_model(model).get_rope_index(input_ids, mm.get('image_grid_thw'), None, attention_mask, False,
                                              fam.sum(-1) if fam is not None else None)
         return pos.round().long()
+    def packed_position_ids(self, model, input_ids, attention_mask, mm):
+        "[4, 1, S]: a 1-D text row restarting at 0 per row (where transformers finds the rows' boundaries), then each row's M-RoPE positions."
+        keep = attention_mask.bool()
+        mrope = self.position_ids(model, input_ids, attention_mask, mm)[:, keep][:, None]
+        return torch.cat([running_positions(attention_mask)[keep][None, None], mrope])
+    def attention(self, model): return base_model(model).config.text_config._attn_implementation
     def fsdp_units(self, model)->list[str]:
         "Text decoder layers, and the blocks of each tower that trains (full-parameter with the tower unfrozen)."
         base = base_model(model)
@@ -380,10 +410,12 @@ def completion_logprobs(model, input_ids:torch.Tensor, # [B, P+R]: left-padded p
                         with_entropy:bool=False, # also return the per-token entropy [B, R] (chunked the same way)
                         banned:list[int]|None=None, # token ids given zero probability (as the rollout engines do)
                         temperature:float=1.0, # the rollout's sampling temperature: logits are divided by it
+                        packed:bool=False, # one forward on all rows' attended tokens in one row (`position_ids`: the adapter's `packed_position_ids`)
                         **mm_inputs)->torch.Tensor|tuple[torch.Tensor, torch.Tensor]:
     "Log-probs [B, R] of the response tokens `input_ids[:, P:]` under `model` (and their entropies)."
     with hidden_states_only(model) as head:
-        h = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False, **mm_inputs).logits
+        if packed: h = packed_hidden_states(model, input_ids, attention_mask, position_ids, **mm_inputs)
+        else: h = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False, **mm_inputs).logits
     h, targets = h[:, prompt_len - 1:-1], input_ids[:, prompt_len:]
     B, R, H = h.shape
     h, targets = h.reshape(B * R, H), targets.reshape(B * R)
@@ -393,3 +425,17 @@ def completion_logprobs(model, input_ids:torch.Tensor, # [B, P+R]: left-padded p
     parts = [run(head, h[i:i + chunk], targets[i:i + chunk], ban, temperature, with_entropy) for i in range(0, B * R, chunk)]
     out = tuple(torch.cat(t).view(B, R) for t in zip(*parts))   # (logp,) or (logp, entropy)
     return out if with_entropy else out[0]
+
+# %% ../nbs/03_model.ipynb #d7ee2240
+def packed_hidden_states(model, input_ids:torch.Tensor, # [B, L] padded rows
+                         attention_mask:torch.Tensor, # [B, L]
+                         position_ids:torch.Tensor, # the adapter's `packed_position_ids`: [..., 1, S], S attended tokens
+                         **mm_inputs)->torch.Tensor:
+    "Hidden states [B, L, H] (zeros at pads) of the rows from one forward on their attended tokens packed into one row."
+    keep = attention_mask.bool()
+    S = int(keep.sum())
+    if position_ids is None or position_ids.shape[-2:] != (1, S):
+        got = None if position_ids is None else tuple(position_ids.shape)
+        raise ValueError(f"a packed forward needs the adapter's packed_position_ids, ending in (1, {S}); got {got}: without them the rows would attend to each other")
+    h = model(input_ids=input_ids[keep][None], position_ids=position_ids, use_cache=False, **mm_inputs).logits[0]
+    return h.new_zeros(*keep.shape, h.shape[-1]).index_put((keep,), h)
