@@ -3,7 +3,7 @@
 Reads `metrics.jsonl` (the trainer's per-step metrics), `eval_before.json` and `eval_after.json` (evaluate.py), all
 in `--dir`; writes `curve.png` (matplotlib), `curve.html` (plotly) and `result.json` there.
 
-    python bench/learning/plot.py --dir bench/learning --train-minutes 14.2
+    python bench/learning/plot.py --dir bench/learning --train-minutes 19.7
 """
 from __future__ import annotations
 import argparse, json
@@ -11,6 +11,8 @@ from pathlib import Path
 
 VAL = 'val-core/openai/gsm8k/acc/mean@1'
 PEARSON = 'training/rollout_actor_probs_pearson_corr'
+SETS = (('held-out, 300, unseen templates', 'heldout', 'all'), ('held-out, 300, training templates', 'heldout_seen', 'all'),
+        ('GSM8K test, 100', 'gsm8k100', 'all'), ('GSM8K test, 50 of unseen templates', 'gsm8k100', 'heldout-template'))
 
 def rolling(xs:list[float], k:int=5)->list[float]:
     "Trailing mean over up to `k` values."
@@ -27,18 +29,14 @@ def panels(rows:list[dict], before:dict, after:dict)->list[dict]:
     steps, rew = series(rows, 'reward/mean')
     _, acc_s = series(rows, 'reward/openai/gsm8k/acc/mean')
     _, hashes = series(rows, 'reward/openai/gsm8k/hashes/mean')
-    acc = []
-    for name, key, sp in (('held-out 300', 'heldout', 'all'), ('GSM8K 100', 'gsm8k100', 'all'),
-                          ('GSM8K, 50 unseen templates', 'gsm8k100', 'heldout-template')):
-        for kind, dash in (('strict', '-'), ('lenient', ':')):
-            acc.append((f'{name}, {kind}', [0, last], [before[key][sp][kind], after[key][sp][kind]], dash))
+    acc = [(name, [0, last], [before[key][sp]['lenient'], after[key][sp]['lenient']], ':') for name, key, sp in SETS]
     vs, vv = series(rows, VAL)
     return [
         {'title': 'sampled responses (T=1), per training step', 'ylabel': 'fraction',
-         'lines': [('reward (reward.py score)', steps, rew, '-'), ('right answer, 5-step mean', steps, rolling(acc_s), '-'),
+         'lines': [('reward = right answer', steps, rew, '-'), ('right answer, 5-step mean', steps, rolling(acc_s), '-'),
                    ("answer written as '#### N'", steps, hashes, '--')]},
-        {'title': 'greedy accuracy', 'ylabel': 'accuracy (- strict, : lenient)',
-         'lines': [('held-out 128 during training (320 tokens), lenient', vs, vv, '-')] + acc},
+        {'title': 'greedy accuracy (right answer in any form), before and after', 'ylabel': 'accuracy',
+         'lines': [('held-out 128 (unseen templates) during training', vs, vv, '-')] + acc},
         {'title': 'rollout vs actor probabilities (bf16)', 'ylabel': 'Pearson correlation',
          'lines': [('per step', *series(rows, PEARSON), '-'), ('target 0.999', [1, last], [0.999, 0.999], '--')]},
         {'title': 'response length (tokens)', 'ylabel': 'tokens',
@@ -51,8 +49,7 @@ def write_png(ps:list[dict], path:Path):
     fig, axs = plt.subplots(2, 2, figsize=(12, 8))
     for ax, p in zip(axs.flat, ps):
         for i, (name, xs, ys, style) in enumerate(p['lines']):
-            colour = f'C{(i + 1) // 2}' if p['title'] == 'greedy accuracy' else None   # one colour per data set
-            ax.plot(xs, ys, style, color=colour, marker='o' if len(xs) <= 2 else None, ms=4, label=name)
+            ax.plot(xs, ys, style, marker='o' if len(xs) <= 2 else None, ms=4, label=name)
         ax.set_title(p['title'], fontsize=10); ax.set_xlabel('training step'); ax.set_ylabel(p['ylabel']); ax.grid(alpha=.3)
         ax.legend(fontsize=7)
     fig.suptitle('GSPO + LoRA on Qwen2.5-Coder-0.5B-Instruct (bf16), one H200', fontsize=12)
@@ -72,14 +69,15 @@ def write_html(ps:list[dict], path:Path):
 
 def result(rows:list[dict], before:dict, after:dict, train_minutes:float)->dict:
     "The headline numbers (fractions in 0-1); `lenient` counts a right answer in any format, `strict` only '#### N'."
-    r = {'heldout_n': before['heldout']['all']['n'], 'gsm8k100_n': before['gsm8k100']['all']['n'],
+    r = {'heldout_n': before['heldout']['all']['n'], 'heldout_seen_n': before['heldout_seen']['all']['n'],
+         'gsm8k100_n': before['gsm8k100']['all']['n'],
          'train_minutes': train_minutes, 'steps': rows[-1]['training/global_step'],
          'min_probs_pearson': min(x[PEARSON] for x in rows)}
     for kind in ('lenient', 'strict'):
         sfx = '' if kind == 'lenient' else '_strict'
-        for name, sp in (('heldout', 'all'), ('gsm8k100', 'all'), ('gsm8k100_unseen_templates', 'heldout-template'),
-                         ('gsm8k100_seen_templates', 'train-template')):
-            key = name.split('_')[0]
+        for name, key, sp in (('heldout', 'heldout', 'all'), ('heldout_seen', 'heldout_seen', 'all'), ('gsm8k100', 'gsm8k100', 'all'),
+                              ('gsm8k100_unseen_templates', 'gsm8k100', 'heldout-template'),
+                              ('gsm8k100_seen_templates', 'gsm8k100', 'train-template')):
             r[f'{name}_acc_before{sfx}'] = before[key][sp][kind]
             r[f'{name}_acc_after{sfx}'] = after[key][sp][kind]
     vs = [x for x in rows if VAL in x]
