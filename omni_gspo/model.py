@@ -8,11 +8,12 @@ import copy, math, random, re, tempfile
 from contextlib import contextmanager
 from collections.abc import Iterator
 from pathlib import Path
-import torch
+import torch, transformers
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 from torch.distributed.tensor import DTensor
 from transformers.utils.generic import is_flash_attention_requested
+from transformers.modeling_flash_attention_utils import FLASH_ATTENTION_COMPATIBILITY_MATRIX
 from transformers import (AutoConfig, AutoModelForCausalLM, AutoTokenizer, Qwen3OmniMoeConfig, Qwen3OmniMoeThinkerConfig,
                           Qwen3OmniMoeThinkerForConditionalGeneration)
 from peft import LoraConfig, get_peft_model
@@ -25,12 +26,13 @@ from .tasks.avqa import avqa_records, avqa_row
 from .config import ConfigError
 
 # %% auto #0
-__all__ = ['TINY_KINDS', 'DTYPES', 'ADAPTERS', 'ENCODER_PATTERN', 'token_ids', 'tiny_thinker_config', 'gsm8k_pairs', 'warm_start',
-           'multimodal_pairs', 'tiny_model_dir', 'vllm_thinker_config', 'vllm_processor', 'base_model',
-           'running_positions', 'varlen_attention', 'CausalLMAdapter', 'ThinkerAdapter', 'register_adapter',
-           'adapter_for', 'adapter_of', 'resolve_model_path', 'load_tokenizer', 'load_model', 'load_policy',
-           'noised_copy', 'lora_modules', 'apply_lora', 'configure_trainable', 'full_tensor', 'lora_adapters',
-           'lora_delta', 'trained_groups', 'export_weights', 'module_mode', 'hidden_states_only', 'completion_logprobs',
+__all__ = ['TINY_KINDS', 'DTYPES', 'ADAPTERS', 'ATTENTION_SUPPORT', 'FLASH_PACKAGES', 'ENCODER_PATTERN', 'token_ids',
+           'tiny_thinker_config', 'gsm8k_pairs', 'warm_start', 'multimodal_pairs', 'tiny_model_dir',
+           'vllm_thinker_config', 'vllm_processor', 'base_model', 'running_positions', 'varlen_attention',
+           'CausalLMAdapter', 'ThinkerAdapter', 'register_adapter', 'adapter_for', 'adapter_of', 'resolve_model_path',
+           'load_tokenizer', 'attention_problem', 'check_attention', 'load_model', 'load_policy', 'noised_copy',
+           'lora_modules', 'apply_lora', 'configure_trainable', 'full_tensor', 'lora_adapters', 'lora_delta',
+           'trained_groups', 'export_weights', 'module_mode', 'hidden_states_only', 'completion_logprobs',
            'packed_hidden_states']
 
 # %% ../nbs/03_model.ipynb #31ed7ab8
@@ -166,7 +168,14 @@ class CausalLMAdapter:
     direct_expert_write = False   # MoE experts written straight into vLLM's CPU kernels (see `06a_vllm`)
     compiled_decode = True    # the built-in engine's static cache + compiled step: 2.2-7.1x plain `generate` (Qwen2.5-0.5B, H200)
     packable = True           # rows may be packed into one sequence with restarting positions (False e.g. for state-space layers without varlen support)
-    def load(self, path:Path, dtype:torch.dtype)->nn.Module: return AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+    def model_class(self, path:Path)->type:
+        "The transformers class `load` builds for the checkpoint at `path`."
+        cfg, classes = AutoConfig.from_pretrained(path), AutoModelForCausalLM._model_mapping
+        if type(cfg) not in classes: raise ValueError(f"{path}: model_type {cfg.model_type!r} is neither a causal LM transformers knows nor a registered adapter's")
+        return classes[type(cfg)]
+    def load(self, path:Path, dtype:torch.dtype, attn_implementation:str='sdpa')->nn.Module:
+        "The checkpoint at `path` in `dtype`, its attention run by `attn_implementation` (vetted by `check_attention` in `load_model`)."
+        return AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation=attn_implementation)
     def processor(self, tok): return None
     def banned_token_ids(self, model)->list[int]: return []
     def position_ids(self, model, input_ids:torch.Tensor, attention_mask:torch.Tensor, mm:dict)->torch.Tensor:
@@ -201,8 +210,9 @@ class ThinkerAdapter(CausalLMAdapter):
     weight_prefix = 'thinker.'
     vllm_mm_limits = {'image': 4, 'audio': 4, 'video': 0}
     direct_expert_write = True
-    def load(self, path, dtype):
-        m = Qwen3OmniMoeThinkerForConditionalGeneration.from_pretrained(path, dtype=dtype)
+    def model_class(self, path): return Qwen3OmniMoeThinkerForConditionalGeneration   # also from a full checkpoint: the thinker alone
+    def load(self, path, dtype, attn_implementation='sdpa'):
+        m = self.model_class(path).from_pretrained(path, dtype=dtype, attn_implementation=attn_implementation)   # the towers too
         m._no_split_modules = [self.TEXT_LAYER]
         return m
     def processor(self, tok): return omni_processor(tok)
@@ -260,15 +270,51 @@ def load_tokenizer(path:Path):
     if tok.chat_template is None: tok.chat_template = CHAT_TEMPLATE
     return tok
 
-def load_model(path:Path, dtype:str, device:torch.device)->nn.Module:
-    "The checkpoint at `path`, loaded by its adapter, in `dtype`, on `device`."
-    return adapter_for(path).load(path, DTYPES[dtype]).to(device)
+ATTENTION_SUPPORT = {'sdpa': '_supports_sdpa', 'eager': None, 'flex_attention': '_supports_flex_attn',   # `model.attn_implementation` -> the flag by
+                     'flash_attention_2': '_supports_flash_attn', 'flash_attention_3': '_supports_flash_attn'}   # which a transformers class declares it
+FLASH_PACKAGES = {2: 'flash-attn', 3: 'flash-attn-3'}
+
+def attention_problem(cls:type, # a transformers model class
+                      impl:str, # a key of `ATTENTION_SUPPORT`
+                      device:torch.device)->str|None:
+    "Why `cls` cannot run attention `impl` on `device` in this environment (None: it can)."
+    flag = ATTENTION_SUPPORT[impl]
+    if flag and not getattr(cls, flag, False): return f"{cls.__name__} does not support it (transformers {transformers.__version__})"
+    if not impl.startswith('flash_attention_'): return None
+    v = int(impl.rpartition('_')[2]); fa = FLASH_ATTENTION_COMPATIBILITY_MATRIX[v]
+    devices = [name for _, name in fa['supported_devices']]
+    if device.type not in devices: return f"flash attention runs on {'/'.join(devices)}, not on {device.type}"
+    own_kernel = any(ok() for ok, _ in fa.get('custom_supported_devices', ()))   # e.g. Ascend NPU: no package needed (`_flash_attn_import_error`)
+    if not (own_kernel or fa['general_availability_check']()): return f"it needs the {FLASH_PACKAGES[v]} package, which this environment lacks"
+    return None
+
+def check_attention(cls:type, # the class the adapter loads (`model_class`)
+                    impl:str, # `model.attn_implementation`
+                    device:torch.device):
+    "Raise a `ConfigError` naming `model.attn_implementation` and what to use instead, unless `cls` can run `impl` on `device`."
+    if impl not in ATTENTION_SUPPORT: raise ConfigError(f"model.attn_implementation: expected one of {', '.join(ATTENTION_SUPPORT)}, got {impl!r}")
+    why = attention_problem(cls, impl, device)
+    if why is None: return
+    ok = [i for i in ATTENTION_SUPPORT if attention_problem(cls, i, device) is None]
+    packing = [i for i in ok if varlen_attention(i)]
+    hint = (f"{' or '.join(packing)} lets actor.packing=auto pack" if packing else
+            "on CUDA with flash-attn installed, flash_attention_2 lets actor.packing=auto pack" if getattr(cls, '_supports_flash_attn', False) else
+            "actor.packing=auto pads with these")
+    raise ConfigError(f"model.attn_implementation={impl!r}: {why}; use {' or '.join(ok)} ({hint})")
+
+def load_model(path:Path, dtype:str, device:torch.device,
+               attn_implementation:str='sdpa', # `model.attn_implementation`
+              )->nn.Module:
+    "The checkpoint at `path`, loaded by its adapter with attention `attn_implementation` (vetted first), in `dtype`, on `device`."
+    ad = adapter_for(path)
+    check_attention(ad.model_class(path), attn_implementation, device)
+    return ad.load(path, DTYPES[dtype], attn_implementation).to(device)
 
 def load_policy(mcfg, # `ModelConfig`
                 device:torch.device)->tuple[nn.Module, object]:
-    "Model (in `mcfg.dtype`, on `device`) and tokenizer for `mcfg.path`."
+    "Model (in `mcfg.dtype`, with attention `mcfg.attn_implementation`, on `device`) and tokenizer for `mcfg.path`."
     path = resolve_model_path(mcfg.path, mcfg.warm_start_steps)
-    return load_model(path, mcfg.dtype, device), load_tokenizer(path)
+    return load_model(path, mcfg.dtype, device, mcfg.attn_implementation), load_tokenizer(path)
 
 # %% ../nbs/03_model.ipynb #c86cbd4b
 def noised_copy(src:Path, # checkpoint folder of the teacher

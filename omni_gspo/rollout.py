@@ -80,16 +80,17 @@ class HFEngine:
 
     def __init__(self, model, tok, rcfg, banned:list[int]=(), # banned: token ids never sampled (the adapter's `banned_token_ids`)
                  compiled_decode:bool=True, # whether the fast path pays off for this model family (the adapter's `compiled_decode`)
+                 max_prompt_len:int=0, # the longest prompt the data allows (`data.max_prompt_length`): the fast path sizes its caches for it; 0: for each batch
                 ):
         self.model, self.tok, self.banned, self.compiled_decode = model, tok, list(banned), compiled_decode
         self.temperature, self.top_p, self.top_k = rcfg.temperature, rcfg.top_p, rcfg.top_k
-        self.max_new_tokens = rcfg.response_length
+        self.max_new_tokens, self.max_prompt_len = rcfg.response_length, max_prompt_len
         self.fast_decode, self._caches = rcfg.hf_fast_decode, {}   # the fast path's static caches, by rows (see below)
 
     @classmethod
     def from_config(cls, model, tok, adapter, processor, cfg):
         "The engine the trainer builds: the actor's module, `cfg.rollout`'s sampling, the adapter's banned tokens and decode choice."
-        return cls(model, tok, cfg.rollout, adapter.banned_token_ids(model), adapter.compiled_decode)
+        return cls(model, tok, cfg.rollout, adapter.banned_token_ids(model), adapter.compiled_decode, cfg.data.max_prompt_length)
 
     def _processors(self, greedy):
         ban = [SuppressTokensLogitsProcessor(self.banned, device=self.model.device)] if self.banned else []
@@ -116,7 +117,7 @@ class HFEngine:
         rec = SampledLogprobs()
         sampling = {} if greedy else dict(temperature=1.0, top_k=0, top_p=1.0)   # warpers come from `_processors`
         fast = fast_decode(self.fast_decode, self.model, self.compiled_decode)
-        loop, compiled = self._static_decode(len(expanded), ids.shape[1] + self.max_new_tokens) if fast else ({}, None)
+        loop, compiled = self._static_decode(len(expanded), max(ids.shape[1], self.max_prompt_len) + self.max_new_tokens) if fast else ({}, None)
         gc = GenerationConfig(do_sample=not greedy, repetition_penalty=1.0, max_new_tokens=self.max_new_tokens, compile_config=compiled,
                               eos_token_id=self.tok.eos_token_id, pad_token_id=self.tok.pad_token_id, **sampling)
         feats = {k: v.to(dev) for k, v in collate_mm(mm).items()} if mm else {}

@@ -33,7 +33,7 @@ def world_checks(cfg:Config)->list[tuple[bool, str]]:
             (W == 1 or cfg.data.train_batch_size % W == 0, f'data.train_batch_size ({cfg.data.train_batch_size}) must be a multiple of {every}'),
             (W == 1 or cfg.actor.ppo_mini_batch_size % W == 0, f'actor.ppo_mini_batch_size ({cfg.actor.ppo_mini_batch_size}) must be a multiple of {every}'),
             (W == 1 or cfg.actor.fsdp, f'{every} need actor.fsdp=true: FSDP2 reduces the gradients over the ranks'),
-            (W == 1 or cfg.rollout.engine == 'hf', f"rollout.engine={cfg.rollout.engine!r} runs on one rank for now (an in-process vLLM per rank would need vLLM's external-launcher mode); use rollout.engine=hf with {every}")]
+            (W == 1 or cfg.rollout.engine != 'vllm_omni', f"rollout.engine='vllm_omni' runs on one rank for now (its stages place their own workers); use rollout.engine=vllm or hf with {every}")]
 
 def check_config(cfg:Config):
     "Raise `ConfigError` for values that are each valid but do not work together."
@@ -52,7 +52,9 @@ def check_config(cfg:Config):
               (cfg.logging.rollout_groups >= 0, f'logging.rollout_groups must be >= 0, got {cfg.logging.rollout_groups}'),
               (a.fsdp or not a.fsdp_cpu_offload, 'actor.fsdp_cpu_offload=true needs actor.fsdp=true'),
               (cfg.trainer.keep_checkpoints >= 1, f'trainer.keep_checkpoints must be >= 1, got {cfg.trainer.keep_checkpoints}'),
-              (cfg.trainer.max_steps >= 0 and cfg.trainer.total_epochs >= 1, 'trainer.max_steps must be >= 0 and trainer.total_epochs >= 1')]
+              (cfg.trainer.max_steps >= 0 and cfg.trainer.total_epochs >= 1, 'trainer.max_steps must be >= 0 and trainer.total_epochs >= 1'),
+              (cfg.model.attn_implementation != 'flex_attention' or cfg.hardware.device != 'cpu',
+               "model.attn_implementation='flex_attention' on hardware.device=cpu: torch has no flex attention backward on CPU, so the actor cannot train; use sdpa or eager")]
     for ok, msg in checks + world_checks(cfg):
         if not ok: raise ConfigError(msg)
     if r.engine != 'hf' and r.hf_fast_decode != 'auto':

@@ -13,6 +13,7 @@ from .media import SAMPLE_RATE
 from .rollout import Rollout, left_pad
 from .config import ConfigError, atomic_dir
 from .model import adapter_of, export_weights
+from .platform import world_size
 
 # %% auto #0
 __all__ = ['MEDIA_PADS', 'THINKER_ARCH', 'EXPERT_KEY', 'OMNI_THINKER_PIPELINE', 'VISIBLE_DEVICE_VARS', 'media_pad_ids',
@@ -177,6 +178,7 @@ class VLLMEngine:
         from vllm import LLM
         if kw.get('tensor_parallel_size', 1) > 1:   # worker processes would need a serialising transport (vllm_cpu.md §4b)
             raise NotImplementedError("VLLMEngine hands weights to an in-process worker: tensor_parallel_size must be 1")
+        if world_size() > 1: kw = {'distributed_executor_backend': 'external_launcher'} | kw   # one engine per rank, in the trainer's group
         return LLM(model=str(folder), **kw)
 
     def _push(self, weights):
