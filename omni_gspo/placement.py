@@ -6,6 +6,7 @@
 from __future__ import annotations
 import os, socket
 from .config import ConfigError
+from .platform import ray_bundle
 from .workers import ColocatedWorker
 
 # %% auto #0
@@ -37,10 +38,6 @@ def _free_address()->tuple[str, int]:
         s.bind(('', 0)); port = s.getsockname()[1]
     return ray.util.get_node_ip_address(), port
 
-def _bundle(device:str)->dict:
-    "Ray resources of one rank."
-    return {'cpu': {'CPU': 1}, 'gpu': {'CPU': 1, 'GPU': 1}, 'npu': {'CPU': 1, 'NPU': 1}}[device]
-
 def _join_ray(world:int)->bool:
     "Connect to the running Ray cluster (`RAY_ADDRESS`, or one started with `ray start`), else start a local one; True if started here."
     try: import ray
@@ -58,7 +55,7 @@ class RayWorkers(WorkerGroup):
         import ray
         from ray.util.placement_group import placement_group, remove_placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-        bundle = _bundle(cfg.hardware.device)
+        bundle = ray_bundle(cfg.hardware.device)   # the device's Ray resource names live in the platform module
         self.pg = placement_group([bundle] * world, strategy='PACK')
         try: ray.get(self.pg.ready(), timeout=RAY_PLACEMENT_TIMEOUT_S)
         except ray.exceptions.GetTimeoutError:

@@ -11,10 +11,10 @@ import torch
 from .config import ConfigError
 
 # %% auto #0
-__all__ = ['HARDWARE', 'DEVICE_TYPE', 'VISIBLE_DEVICES', 'DIST_BACKEND', 'REDUCE_OPS', 'BACKEND_DEVICE', 'ENV_DEFAULTS',
-           'PlatformError', 'npu_module', 'check_hardware', 'DistEnv', 'dist_env', 'torch_device', 'device_count',
-           'dist_backend', 'ensure_process_group', 'visible_devices_var', 'world_size', 'rank', 'all_reduce_values',
-           'peak_memory_gb', 'apply_env_defaults']
+__all__ = ['HARDWARE', 'DEVICE_TYPE', 'VISIBLE_DEVICES', 'DIST_BACKEND', 'RAY_RESOURCES', 'REDUCE_OPS', 'BACKEND_DEVICE',
+           'ENV_DEFAULTS', 'PlatformError', 'npu_module', 'check_hardware', 'DistEnv', 'dist_env', 'torch_device',
+           'device_count', 'dist_backend', 'ensure_process_group', 'visible_devices_var', 'ray_bundle', 'world_size',
+           'rank', 'all_reduce_values', 'peak_memory_gb', 'apply_env_defaults']
 
 # %% ../nbs/00a_platform.ipynb #4e1f3981
 HARDWARE = ('cpu', 'gpu', 'npu')
@@ -104,6 +104,12 @@ def ensure_process_group(hardware:str)->bool:
 def visible_devices_var(hardware:str)->str|None:
     "The environment variable that restricts which devices of `hardware` a process sees (`None` on CPU)."
     return VISIBLE_DEVICES.get(_known(hardware))
+
+RAY_RESOURCES = {'cpu': {'CPU': 1}, 'gpu': {'CPU': 1, 'GPU': 1}, 'npu': {'CPU': 1, 'NPU': 1}}   # Ray's names: 'GPU' is built in, 'NPU' a custom resource
+
+def ray_bundle(hardware:str)->dict:
+    "The Ray resources one rank on `hardware` asks for: a CPU, and its device."
+    return dict(RAY_RESOURCES[_known(hardware)])
 
 # %% ../nbs/00a_platform.ipynb #1eb6fe68
 REDUCE_OPS = {'sum': dist.ReduceOp.SUM, 'max': dist.ReduceOp.MAX, 'min': dist.ReduceOp.MIN}
