@@ -139,7 +139,7 @@ class TrainerConfig(Section):
     max_minutes: float = 0.0        # stop after the step that crosses this much training time (validated and saved like the last step); 0 = no limit
     total_epochs: int = 1
     test_freq: int = 20             # validate every N steps and after the last one; 0 = never
-    save_freq: int = 50             # checkpoint every N steps and after the last one
+    save_freq: int = 50             # checkpoint every N steps and after the last one; 0 = after the last one only
     keep_checkpoints: int = 2       # newest checkpoints kept in output_dir/checkpoints
     output_dir: str = 'runs/gsm8k/{time}' # the run folder; '{time}' as its last part becomes the start time: a fresh folder per run
     resume: str = 'off'             # off: a fresh run; auto: continue from the newest checkpoint of output_dir (with '{time}': of the newest run beside it); or a run/checkpoint folder

@@ -52,6 +52,8 @@ def check_config(cfg:Config):
               (cfg.logging.rollout_groups >= 0, f'logging.rollout_groups must be >= 0, got {cfg.logging.rollout_groups}'),
               (a.fsdp or not a.fsdp_cpu_offload, 'actor.fsdp_cpu_offload=true needs actor.fsdp=true'),
               (cfg.trainer.keep_checkpoints >= 1, f'trainer.keep_checkpoints must be >= 1, got {cfg.trainer.keep_checkpoints}'),
+              (cfg.trainer.save_freq >= 0 and cfg.trainer.test_freq >= 0,
+               f'trainer.save_freq and trainer.test_freq must be >= 0 (0: checkpoint only after the last step / never validate), got {cfg.trainer.save_freq} and {cfg.trainer.test_freq}'),
               (cfg.trainer.max_steps >= 0 and cfg.trainer.total_epochs >= 1, 'trainer.max_steps must be >= 0 and trainer.total_epochs >= 1'),
               (cfg.model.attn_implementation != 'flex_attention' or cfg.hardware.device != 'cpu',
                "model.attn_implementation='flex_attention' on hardware.device=cpu: torch has no flex attention backward on CPU, so the actor cannot train; use sdpa or eager")]
@@ -177,7 +179,7 @@ def train(cfg:Config, log=print)->RunResult:
             final = step == total or out_of_time
             if tc.test_freq and (step % tc.test_freq == 0 or final): m |= validate(workers, n_val, cfg.data.val_batch_size)
             loggers.log(m, step)
-            if step % tc.save_freq == 0 or final: ck = workers.call('save', out, step, tc.keep_checkpoints)[0]
+            if (tc.save_freq and step % tc.save_freq == 0) or final: ck = workers.call('save', out, step, tc.keep_checkpoints)[0]
             bar.set_postfix(reward=f"{m['reward/mean']:.3f}", loss=f"{m.get('actor/pg_loss', float('nan')):.2e}")
             for t, r in list(zip(texts, rewards))[:lc.print_samples]: tqdm.write(f"[step {step}] reward={r:.2f} | {t[:200]!r}")
             if out_of_time:
