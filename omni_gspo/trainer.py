@@ -4,7 +4,7 @@
 
 # %% ../nbs/09_trainer.ipynb #209f061e
 from __future__ import annotations
-import json, math, time
+import functools, json, math, time
 from dataclasses import dataclass
 from pathlib import Path
 import torch
@@ -20,8 +20,8 @@ from .records import data_file_path, drop_rollout_records
 from .loggers import make_loggers
 
 # %% auto #0
-__all__ = ['RANK_SUMS', 'world_checks', 'check_config', 'trim_metrics', 'split_rows', 'validate', 'rank_merge',
-           'merge_rank_metrics', 'RunResult', 'run_folder', 'train']
+__all__ = ['VALUE_RANGES', 'RANK_SUMS', 'world_checks', 'range_errors', 'check_config', 'trim_metrics', 'split_rows', 'validate',
+           'rank_merge', 'merge_rank_metrics', 'RunResult', 'run_folder', 'train']
 
 # %% ../nbs/09_trainer.ipynb #4fab6939
 def world_checks(cfg:Config)->list[tuple[bool, str]]:
@@ -35,8 +35,30 @@ def world_checks(cfg:Config)->list[tuple[bool, str]]:
             (W == 1 or cfg.actor.fsdp, f'{every} need actor.fsdp=true: FSDP2 reduces the gradients over the ranks'),
             (W == 1 or cfg.rollout.engine != 'vllm_omni', f"rollout.engine='vllm_omni' runs on one rank for now (its stages place their own workers); use rollout.engine=vllm or hf with {every}")]
 
+VALUE_RANGES = {   # key: (whether a value is valid, what is expected)
+    'data.generated_train_size': (lambda v: v >= 1, '>= 1'), 'data.generated_val_size': (lambda v: v >= 1, '>= 1'),
+    'data.max_prompt_length': (lambda v: v >= 1, '>= 1'),
+    'model.lora_rank': (lambda v: v >= 0, '>= 0 (0: full-parameter training)'), 'model.lora_alpha': (lambda v: v > 0, '> 0'),
+    'model.lora_dropout': (lambda v: 0 <= v < 1, 'in [0, 1)'), 'model.warm_start_steps': (lambda v: v >= 0, '>= 0'),
+    'actor.optim.weight_decay': (lambda v: v >= 0, '>= 0'), 'actor.optim.grad_clip': (lambda v: v > 0, '> 0'),
+    'actor.optim.warmup_steps': (lambda v: v >= 0, '>= 0'), 'actor.optim.min_lr_ratio': (lambda v: 0 <= v <= 1, 'in [0, 1]'),
+    'actor.ppo_max_token_len_per_gpu': (lambda v: v >= 1, '>= 1'),
+    'rollout.min_probs_pearson': (lambda v: -1 <= v <= 1, 'in [-1, 1] (a correlation)'),
+    'algorithm.clip_ratio_low': (lambda v: 0 < v < 1, 'in (0, 1)'), 'algorithm.clip_ratio_high': (lambda v: v > 0, '> 0'),
+    'algorithm.clip_ratio_c': (lambda v: v == 0 or v > 1, '0 (off) or > 1'), 'algorithm.kl_coef': (lambda v: v >= 0, '>= 0'),
+    'algorithm.rollout_is_threshold': (lambda v: v > 1, '> 1'), 'algorithm.opd_coef': (lambda v: v >= 0, '>= 0'),
+    'reward.timeout_s': (lambda v: v > 0, '> 0'), 'logging.print_samples': (lambda v: v >= 0, '>= 0'),
+    'hardware.num_threads': (lambda v: v >= 0, ">= 0 (0: torch's default)")}
+
+def range_errors(cfg:Config)->list[str]:
+    "One message per key of `VALUE_RANGES` whose value is outside its range (read through `config_dict`: nothing is marked read)."
+    flat = config_dict(cfg)
+    value = lambda key: functools.reduce(dict.__getitem__, key.split('.'), flat)
+    return [f"{k}={value(k)!r}: expected {what}" for k, (ok, what) in VALUE_RANGES.items() if not ok(value(k))]
+
 def check_config(cfg:Config):
-    "Raise `ConfigError` for values that are each valid but do not work together."
+    "Raise `ConfigError` for a value outside its range, and for values that are each valid but do not work together."
+    if errors := range_errors(cfg): raise ConfigError('; '.join(errors))
     d, a, r = cfg.data, cfg.actor, cfg.rollout
     checks = [(d.train_batch_size >= 1, 'data.train_batch_size must be >= 1'),
               (a.ppo_mini_batch_size >= 1 and d.train_batch_size % a.ppo_mini_batch_size == 0,
