@@ -48,6 +48,8 @@ VALUE_RANGES = {   # key: (whether a value is valid, what is expected)
     'algorithm.clip_ratio_c': (lambda v: v == 0 or v > 1, '0 (off) or > 1'), 'algorithm.kl_coef': (lambda v: v >= 0, '>= 0'),
     'algorithm.rollout_is_threshold': (lambda v: v > 1, '> 1'), 'algorithm.opd_coef': (lambda v: v >= 0, '>= 0'),
     'reward.timeout_s': (lambda v: v > 0, '> 0'), 'logging.print_samples': (lambda v: v >= 0, '>= 0'),
+    'trainer.save_freq': (lambda v: v >= 0, '>= 0 (0: a checkpoint only after the last step)'),
+    'trainer.test_freq': (lambda v: v >= 0, '>= 0 (0: never validate)'),
     'hardware.num_threads': (lambda v: v >= 0, ">= 0 (0: torch's default)")}
 
 def range_errors(cfg:Config)->list[str]:
@@ -74,8 +76,6 @@ def check_config(cfg:Config):
               (cfg.logging.rollout_groups >= 0, f'logging.rollout_groups must be >= 0, got {cfg.logging.rollout_groups}'),
               (a.fsdp or not a.fsdp_cpu_offload, 'actor.fsdp_cpu_offload=true needs actor.fsdp=true'),
               (cfg.trainer.keep_checkpoints >= 1, f'trainer.keep_checkpoints must be >= 1, got {cfg.trainer.keep_checkpoints}'),
-              (cfg.trainer.save_freq >= 0 and cfg.trainer.test_freq >= 0,
-               f'trainer.save_freq and trainer.test_freq must be >= 0 (0: checkpoint only after the last step / never validate), got {cfg.trainer.save_freq} and {cfg.trainer.test_freq}'),
               (cfg.trainer.max_steps >= 0 and cfg.trainer.total_epochs >= 1, 'trainer.max_steps must be >= 0 and trainer.total_epochs >= 1'),
               (cfg.model.attn_implementation != 'flex_attention' or cfg.hardware.device != 'cpu',
                "model.attn_implementation='flex_attention' on hardware.device=cpu: torch has no flex attention backward on CPU, so the actor cannot train; use sdpa or eager")]
