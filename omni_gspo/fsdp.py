@@ -12,7 +12,7 @@ from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, Offlo
 from .model import base_model
 
 # %% auto #0
-__all__ = ['fsdp_units', 'shard_model']
+__all__ = ['fsdp_units', 'shard_model', 'compile_units']
 
 # %% ../nbs/07b_fsdp.ipynb #ebfc3381
 def fsdp_units(model, # a transformers model or its peft wrapper
@@ -45,4 +45,13 @@ def shard_model(model, # a transformers model or its peft wrapper (LoRA or full-
     for m in reversed(fsdp_units(model, units)): fully_shard(m, **kw)
     fully_shard(base_model(model), **kw)
     base_model(model)._is_fsdp_managed_module = True   # transformers' generate then runs in step on every rank (synced_gpus)
+    return model
+
+# %% ../nbs/07b_fsdp.ipynb #03ad4a74
+def compile_units(model, # a transformers model or its peft wrapper, sharded or not
+                  names:Sequence[str]|None=None, # class names of the units (as `fsdp_units`)
+                 )->nn.Module:
+    "Compile the `forward` of every unit of `model` in place with `torch.compile`; returns the model."
+    torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)   # one graph per shape class, not per layer, but leave room
+    for m in fsdp_units(model, names): m.forward = torch.compile(m.forward)
     return model

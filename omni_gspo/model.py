@@ -17,6 +17,7 @@ from transformers.modeling_flash_attention_utils import FLASH_ATTENTION_COMPATIB
 from transformers import (AutoConfig, AutoModelForCausalLM, AutoTokenizer, Qwen3OmniMoeConfig, Qwen3OmniMoeThinkerConfig,
                           Qwen3OmniMoeThinkerForConditionalGeneration)
 from peft import LoraConfig, get_peft_model
+from .moe import EXPERTS_IMPLEMENTATION
 from peft.tuners.lora import Linear as LoraLinear, LoraLayer
 from peft.utils.error import NoMatchingPeftModuleError
 from .tokenizer import CHAT_TEMPLATE, QWEN3_OMNI_VOCAB_SIZE, build_once, omni_processor, qwen_tokenizer, small_tokenizer
@@ -166,7 +167,7 @@ class CausalLMAdapter:
     weight_prefix = ''        # checkpoint names as vLLM reads them: the module's own
     vllm_mm_limits = None     # media per prompt for vLLM (None: text only)
     direct_expert_write = False   # MoE experts written straight into vLLM's CPU kernels (see `06a_vllm`)
-    compiled_decode = True    # the built-in engine's static cache + compiled step: 2.2-7.1x plain `generate` (Qwen2.5-0.5B, H200)
+    compiled_decode = True    # the built-in engine's static cache + compiled step pays off: 2.2-7.1x plain `generate` on Qwen2.5-0.5B, 3.9-6.2x on a thinker slice (H200)
     packable = True           # rows may be packed into one sequence with restarting positions (False e.g. for state-space layers without varlen support)
     def model_class(self, path:Path)->type:
         "The transformers class `load` builds for the checkpoint at `path`."
@@ -206,13 +207,13 @@ class ThinkerAdapter(CausalLMAdapter):
     "Qwen3-Omni: train the thinker (text, image and audio in; text out)."
     TEXT_LAYER = 'Qwen3OmniMoeThinkerTextDecoderLayer'
     TOWER_BLOCKS = {'visual': 'Qwen3OmniMoeVisionBlock', 'audio_tower': 'Qwen3OmniMoeAudioEncoderLayer'}
-    compiled_decode = False   # 0.85-0.93x plain `generate` on a thinker slice (H200): the MoE dispatch does not gain
     weight_prefix = 'thinker.'
     vllm_mm_limits = {'image': 4, 'audio': 4, 'video': 0}
     direct_expert_write = True
     def model_class(self, path): return Qwen3OmniMoeThinkerForConditionalGeneration   # also from a full checkpoint: the thinker alone
     def load(self, path, dtype, attn_implementation='sdpa'):
-        m = self.model_class(path).from_pretrained(path, dtype=dtype, attn_implementation=attn_implementation)   # the towers too
+        m = self.model_class(path).from_pretrained(path, dtype=dtype, attn_implementation=attn_implementation,   # the towers too
+                                                   experts_implementation=EXPERTS_IMPLEMENTATION)  # frozen experts: the lean backward of `00b_moe`
         m._no_split_modules = [self.TEXT_LAYER]
         return m
     def processor(self, tok): return omni_processor(tok)

@@ -62,7 +62,8 @@ def thinker_slice(cpu:bool, layers:int)->Qwen3OmniMoeThinkerForConditionalGenera
     cfg = Qwen3OmniMoeThinkerConfig(text_config=text, vision_config=vision, audio_config=audio, position_id_per_seconds=13, seconds_per_chunk=2,
                                     audio_token_id=151675, audio_start_token_id=151669, audio_end_token_id=151670, image_token_id=151655,
                                     video_token_id=151656, vision_start_token_id=151652, vision_end_token_id=151653, user_token_id=872)
-    return Qwen3OmniMoeThinkerForConditionalGeneration(cfg)
+    model = Qwen3OmniMoeThinkerForConditionalGeneration(cfg)
+    return model
 
 def build(name:str, a, dev:str, dtype:torch.dtype):
     "Model `name` on `dev` in `dtype`, random weights (normal 0.02, norms 1)."
@@ -100,6 +101,18 @@ def parity(model, ro, eos:int, rows:int=16)->float:
                            for i in range(0, len(ro.input_ids), rows)])
     return rollout_parity(ro.logprobs, actor, ro.response_mask)['training/rollout_actor_probs_pearson_corr']
 
+def profile(fn, dev, engine, B):
+    "One more call of `fn` under torch.profiler: the top operators by own CPU time and the top kernels by GPU time."
+    from torch.profiler import profile as prof, ProfilerActivity
+    with prof(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev == 'cuda' else [])) as p:
+        fn(); sync(dev)
+    ka = p.key_averages()
+    print(f'== profile {engine} B={B}: top by self CPU time', flush=True)
+    print(ka.table(sort_by='self_cpu_time_total', row_limit=20, max_name_column_width=60), flush=True)
+    if dev == 'cuda':
+        print(f'== profile {engine} B={B}: top by GPU time', flush=True)
+        print(ka.table(sort_by='self_cuda_time_total', row_limit=15, max_name_column_width=60), flush=True)
+
 def bench_model(name, a, dev, dtype, emit):
     model = build(name, a, dev, dtype)
     pad, eos = special(a.cpu)
@@ -120,6 +133,9 @@ def bench_model(name, a, dev, dtype, emit):
             runs.append((f"hf_engine_{'dynamic' if setting == 'off' else 'fast'}", lambda eng=eng: eng.generate(prompts, n=1, seed=0), eng))
         for engine, fn, eng in [r for r in runs if r[0] in a.engines]:
             row = {**base, 'engine': engine}
+            if name == 'thinker-slice':   # plain generate: transformers' own experts; the engine: as the adapter loads the thinker
+                model.config.text_config._experts_implementation = 'grouped_mm' if engine == 'generate' else a.experts
+                row['experts_implementation'] = model.config.text_config._experts_implementation
             try:
                 warm, secs, out, peak = timed(fn, dev, a.iters)
                 gen = out.response_mask.sum().item() if eng else (out.shape[1] - a.prompt_len) * B
@@ -130,6 +146,7 @@ def bench_model(name, a, dev, dtype, emit):
             except Exception as e:   # keep the other rows: one failing engine (e.g. compile on a new GPU) is itself a result
                 row['error'] = f"{type(e).__name__}: {e}"[:2000]; traceback.print_exc()
             emit(row)
+            if a.profile and 'error' not in row: profile(fn, dev, engine, B)
     del model
     if dev == 'cuda': torch.cuda.empty_cache()
 
@@ -142,6 +159,8 @@ def main(argv=None):
     ap.add_argument('--gen-len', type=int, default=None, help='generated tokens per row (default 256; --cpu 32)')
     ap.add_argument('--engines', default=','.join(ENGINES), help=f"comma-separated, any of {', '.join(ENGINES)}")
     ap.add_argument('--thinker-layers', type=int, default=8, help='decoder layers of the thinker slice (the full thinker has 48)')
+    ap.add_argument('--experts', default='frozen_grouped_mm', help="the thinker slice's experts implementation ('frozen_grouped_mm', as the adapter loads it; 'grouped_mm')")
+    ap.add_argument('--profile', action='store_true', help='after each row, one more call under torch.profiler (tables printed)')
     ap.add_argument('--iters', type=int, default=2, help='timed calls per engine after the untimed first one')
     ap.add_argument('--out', default='', help='also write the whole result to this JSON file')
     a = ap.parse_args(argv)

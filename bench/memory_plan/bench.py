@@ -1,6 +1,6 @@
 """Benchmark (device): the project's actor on the full-size Qwen3-Omni-30B-A3B thinker on ONE GPU (issue 11's memory plan).
 
-    python bench/memory_plan/bench.py [--offload] [--budgets 8192 16384] [--iters 3] [--out FILE.jsonl]
+    python bench/memory_plan/bench.py [--offload] [--budgets 8192 16384] [--iters 3] [--experts grouped_mm frozen_grouped_mm] [--no-ckpt] [--out FILE.jsonl]
     python bench/memory_plan/bench.py --cpu     # a check of the script itself: tiny config, gloo, CPU
 
 The thinker at its real size with random bf16 weights (`thinker.py`: built on meta, materialised with `to_empty`), LoRA
@@ -11,7 +11,7 @@ hand-built rollout of `--rows` sequences of `--prompt` + `--response` random tok
 runs `--iters` iterations; the first is a warm-up. Prints one JSON line per budget (and appends it to `--out`).
 """
 from __future__ import annotations
-import argparse, json, os, sys, time
+import argparse, json, sys, time
 from pathlib import Path
 import torch
 
@@ -28,6 +28,12 @@ def args():
     ap.add_argument('--response', type=int, default=1024)
     ap.add_argument('--budgets', type=int, nargs='+', default=[8192], help='actor.ppo_max_token_len_per_gpu values to run')
     ap.add_argument('--iters', type=int, default=3)
+    ap.add_argument('--experts', nargs='+', default=['frozen_grouped_mm'],
+                    help="experts implementations to run, one after the other on the same model: 'frozen_grouped_mm' "
+                         "(the project's, omni_gspo.moe, what ThinkerAdapter.load sets), 'grouped_mm' (transformers')")
+    ap.add_argument('--no-ckpt', action='store_true', help='activation checkpointing off')
+    ap.add_argument('--compile', action='store_true', help="actor.compile: torch.compile each text decoder layer's forward")
+    ap.add_argument('--profile', action='store_true', help='one more iteration of the last setting under torch.profiler: the top GPU kernels')
     ap.add_argument('--out', default='', help='append the JSON lines to this file too')
     return ap.parse_args()
 
@@ -40,16 +46,14 @@ def build_actor(a, dev):
     "Config, model (sharded, materialised) and `Actor`, as the trainer wires them (`shard_actor`, then `Actor`)."
     from omni_gspo.actor import Actor
     from omni_gspo.config import build_config
-    from omni_gspo.fsdp import shard_model
     from omni_gspo.model import ThinkerAdapter
-    from omni_gspo.platform import ensure_process_group
-    cfg = build_config('gsm8k', {'model.dtype': 'bfloat16', 'model.lora_rank': 32, 'model.lora_alpha': 64, 'rollout.n': a.rows,
-                                 'actor.fsdp': True, 'actor.fsdp_cpu_offload': a.offload, 'actor.activation_checkpointing': True,
+    from omni_gspo.workers import shard_actor
+    cfg = build_config('gsm8k', {'hardware.device': 'cpu' if a.cpu else 'gpu', 'model.dtype': 'bfloat16', 'model.lora_rank': 32, 'model.lora_alpha': 64, 'rollout.n': a.rows,
+                                 'actor.fsdp': True, 'actor.fsdp_cpu_offload': a.offload, 'actor.activation_checkpointing': not a.no_ckpt, 'actor.compile': a.compile,
                                  'actor.ppo_mini_batch_size': 1, 'actor.ppo_max_token_len_per_gpu': a.budgets[0]})
-    ensure_process_group('cpu' if a.cpu else 'gpu')
     t = time.perf_counter()
     model = meta_policy(thinker_config(tiny=a.cpu, layers=a.layers), cfg.model)
-    shard_model(model, cpu_offload=cfg.actor.fsdp_cpu_offload, activation_checkpointing=cfg.actor.activation_checkpointing)
+    shard_actor(model, cfg, ThinkerAdapter())   # as the trainer: FSDP2 units, param_dtype = model.dtype, checkpointing, actor.compile
     materialise(model, dev, params_on='cpu' if a.offload else dev)
     sync(dev)
     build_s = time.perf_counter() - t
@@ -86,17 +90,38 @@ def iteration(actor, ro, adv, dev)->dict:
     return {'old_logprobs': t1 - t0, 'update': t2 - t1, 'update_fwd_bwd': sum(fwd_bwd), 'update_optimizer': t2 - t1 - sum(fwd_bwd),
             'micro_batches': m['actor/micro_batches'], 'loss': m['actor/loss'], 'grad_norm': m['actor/grad_norm']}
 
+def profile(fn, dev):
+    "One call of `fn` under torch.profiler: GPU busy time and the kernels that take most of it."
+    from torch.profiler import profile as prof, ProfilerActivity
+    sync(dev); t = time.perf_counter()
+    with prof(activities=[ProfilerActivity.CUDA] if dev.type == 'cuda' else [ProfilerActivity.CPU]) as p:
+        fn(); sync(dev)
+    print(f'== profile of one iteration ({time.perf_counter() - t:.2f} s wall, under the profiler)', flush=True)
+    print(p.key_averages().table(sort_by='self_cuda_time_total' if dev.type == 'cuda' else 'self_cpu_time_total', row_limit=30,
+                                 max_name_column_width=90), flush=True)
+
+def check_gather_sum(dev, tc)->float:
+    "Largest difference of `omni_gspo.moe.gather_sum` (the Triton kernel on CUDA) from gather-then-sum, in units of the output's bf16 spacing."
+    from omni_gspo.moe import gather_sum
+    k, rows = tc.num_experts_per_tok, torch.randn(4096 * tc.num_experts_per_tok, tc.hidden_size, device=dev).bfloat16()
+    inv = torch.randperm(len(rows), device=dev)
+    ref = rows[inv].view(-1, k, rows.shape[-1]).sum(1)
+    ulp = torch.finfo(torch.bfloat16).eps * ref.float().abs().clamp(min=1)
+    return round(((gather_sum(rows, inv, k).float() - ref.float()).abs() / ulp).max().item(), 2)
+
 def main():
     a = args()
     dev = torch.device('cpu' if a.cpu else 'cuda')
     if not a.cpu: torch.cuda.set_device(0)
     cfg, model, actor, build_s = build_actor(a, dev)
+    gather_check = check_gather_sum(dev, model.get_base_model().config.text_config)
     base_alloc = torch.cuda.memory_allocated() if dev.type == 'cuda' else 0
     ro = random_rollout(a, 150000, dev)   # ids below the special tokens
     adv = torch.randn(a.rows, generator=torch.Generator().manual_seed(1)).to(dev)
     tokens = a.rows * (a.prompt + a.response)
     n_params = sum(p.numel() for p in model.parameters())
-    for budget in a.budgets:
+    for impl, budget in [(i, b) for i in a.experts for b in a.budgets]:
+        model.get_base_model().config.text_config._experts_implementation = impl
         actor.token_budget = budget
         its, peaks = [], []
         for _ in range(a.iters):
@@ -109,7 +134,7 @@ def main():
              'model': 'Qwen3-Omni-30B-A3B thinker (random bf16)' if not a.cpu else 'tiny thinker (CPU check)',
              'layers': model.get_base_model().config.text_config.num_hidden_layers, 'params_b': round(n_params / 1e9, 2),
              'trainable_params': sum(p.numel() for p in actor.params), 'lora': 'r32/a64 q,k,v,o', 'fsdp_world': 1,
-             'cpu_offload': a.offload, 'activation_checkpointing': True, 'rows': a.rows, 'prompt_len': a.prompt, 'response_len': a.response,
+             'cpu_offload': a.offload, 'activation_checkpointing': not a.no_ckpt, 'rows': a.rows, 'prompt_len': a.prompt, 'response_len': a.response,
              'tokens_per_iteration': tokens, 'tokens_per_microbatch': budget, 'micro_batches': steady[-1]['micro_batches'],
              'experts_implementation': model.get_base_model().config.text_config._experts_implementation,
              'build_s': round(build_s, 1), 'weights_gib': gib(base_alloc), 'peak_gib': gib(max(peaks)), 'peak_gib_per_iter': [gib(p) for p in peaks],
@@ -117,11 +142,12 @@ def main():
              'iter_s': [round(i['old_logprobs'] + i['update'], 2) for i in its],
              'actor_tokens_per_s': round(tokens / mean['update_fwd_bwd']), 'old_logprobs_tokens_per_s': round(tokens / mean['old_logprobs']),
              'loss': round(its[-1]['loss'], 4), 'grad_norm': round(its[-1]['grad_norm'], 4), 'iters': a.iters,
-             'torch': torch.__version__}
+             'gather_sum_max_diff_ulp': gather_check, 'compiled_layers': a.compile, 'fsdp_param_dtype': 'bfloat16', 'torch': torch.__version__}
         line = json.dumps(r)
         print('RESULT', line, flush=True)
         if a.out:
             with open(a.out, 'a') as f: f.write(line + '\n')
+    if a.profile: profile(lambda: iteration(actor, ro, adv, dev), dev)
     torch.distributed.destroy_process_group()
 
 if __name__ == '__main__': main()
