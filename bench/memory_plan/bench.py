@@ -33,6 +33,9 @@ def args():
                          "(the project's, omni_gspo.moe, what ThinkerAdapter.load sets), 'grouped_mm' (transformers')")
     ap.add_argument('--no-ckpt', action='store_true', help='activation checkpointing off')
     ap.add_argument('--compile', action='store_true', help="actor.compile: torch.compile each text decoder layer's forward")
+    ap.add_argument('--gspo-step', action='store_true', help='each iteration a whole GSPO step: the built-in engine (HFEngine) samples the '
+                    'rollout on the sharded actor (one random prompt, --rows samples of --response tokens), random rewards, '
+                    'group advantages, then old log-probs and the update')
     ap.add_argument('--profile', action='store_true', help='one more iteration of the last setting under torch.profiler: the top GPU kernels')
     ap.add_argument('--out', default='', help='append the JSON lines to this file too')
     return ap.parse_args()
@@ -78,6 +81,31 @@ def timed(fn, dev, store:list):
         return out
     return run
 
+def engine_rollout(a, model, dev):
+    "A function sampling the rollout as the trainer does: `HFEngine` on the actor's own (sharded) module, end of turn suppressed so every row is `a.response` long."
+    from types import SimpleNamespace
+    from omni_gspo.config import build_config
+    from omni_gspo.data import Prompt
+    from omni_gspo.model import ThinkerAdapter
+    from omni_gspo.rollout import HFEngine
+    tok = SimpleNamespace(pad_token_id=151643, eos_token_id=151645)   # Qwen's <|endoftext|>, <|im_end|>: all the engine reads of a tokenizer
+    rcfg = build_config('gsm8k', {'rollout.response_length': a.response, 'rollout.n': a.rows}).rollout
+    eng = HFEngine(model, tok, rcfg, ThinkerAdapter().banned_token_ids(model) + [tok.eos_token_id])
+    prompt = Prompt(None, torch.randint(0, 150000, (a.prompt,), generator=torch.Generator().manual_seed(0)).tolist())
+    return lambda: eng.generate([prompt], n=a.rows)
+
+def gspo_step(actor, sample, dev)->dict:
+    "One GSPO step with the built-in engine: sample, reward (random), group advantages, old log-probs, update; seconds of each part."
+    from omni_gspo.algos import group_advantages
+    from omni_gspo.rollout import rollout_parity
+    sync(dev); t = time.perf_counter()
+    ro = sample()
+    sync(dev); generate_s = time.perf_counter() - t
+    adv, _ = group_advantages(torch.rand(len(ro.group_ids)), ro.group_ids.cpu())
+    it = iteration(actor, ro, adv.float().to(dev), dev)
+    parity = rollout_parity(ro.logprobs, it.pop('old_logp'), ro.response_mask)['training/rollout_actor_probs_pearson_corr']
+    return it | {'generate': generate_s, 'generated_tokens': int(ro.response_mask.sum()), 'probs_pearson': parity}
+
 def iteration(actor, ro, adv, dev)->dict:
     "Old log-probs then one update; seconds of each part, the update's forward+backward and its optimizer part."
     fwd_bwd = []
@@ -88,7 +116,7 @@ def iteration(actor, ro, adv, dev)->dict:
     m = actor.update(ro, adv, old, n=ro.response_ids.shape[0])
     sync(dev); t2 = time.perf_counter()
     return {'old_logprobs': t1 - t0, 'update': t2 - t1, 'update_fwd_bwd': sum(fwd_bwd), 'update_optimizer': t2 - t1 - sum(fwd_bwd),
-            'micro_batches': m['actor/micro_batches'], 'loss': m['actor/loss'], 'grad_norm': m['actor/grad_norm']}
+            'micro_batches': m['actor/micro_batches'], 'loss': m['actor/loss'], 'grad_norm': m['actor/grad_norm'], 'old_logp': old}
 
 def profile(fn, dev):
     "One call of `fn` under torch.profiler: GPU busy time and the kernels that take most of it."
@@ -117,6 +145,7 @@ def main():
     gather_check = check_gather_sum(dev, model.get_base_model().config.text_config)
     base_alloc = torch.cuda.memory_allocated() if dev.type == 'cuda' else 0
     ro = random_rollout(a, 150000, dev)   # ids below the special tokens
+    sample = engine_rollout(a, model, dev) if a.gspo_step else None
     adv = torch.randn(a.rows, generator=torch.Generator().manual_seed(1)).to(dev)
     tokens = a.rows * (a.prompt + a.response)
     n_params = sum(p.numel() for p in model.parameters())
@@ -126,10 +155,11 @@ def main():
         its, peaks = [], []
         for _ in range(a.iters):
             if dev.type == 'cuda': torch.cuda.reset_peak_memory_stats()
-            its.append(iteration(actor, ro, adv, dev))
+            its.append(gspo_step(actor, sample, dev) if a.gspo_step else iteration(actor, ro, adv, dev))
             peaks.append(torch.cuda.max_memory_allocated() if dev.type == 'cuda' else 0)
         steady = its[1:] or its
-        mean = {k: sum(i[k] for i in steady) / len(steady) for k in ('old_logprobs', 'update', 'update_fwd_bwd', 'update_optimizer')}
+        parts = ('generate',) * a.gspo_step + ('old_logprobs', 'update', 'update_fwd_bwd', 'update_optimizer')
+        mean = {k: sum(i[k] for i in steady) / len(steady) for k in parts}
         r = {'bench': 'memory_plan', 'device': torch.cuda.get_device_name() if dev.type == 'cuda' else 'cpu',
              'model': 'Qwen3-Omni-30B-A3B thinker (random bf16)' if not a.cpu else 'tiny thinker (CPU check)',
              'layers': model.get_base_model().config.text_config.num_hidden_layers, 'params_b': round(n_params / 1e9, 2),
@@ -139,7 +169,9 @@ def main():
              'experts_implementation': model.get_base_model().config.text_config._experts_implementation,
              'build_s': round(build_s, 1), 'weights_gib': gib(base_alloc), 'peak_gib': gib(max(peaks)), 'peak_gib_per_iter': [gib(p) for p in peaks],
              'step_breakdown_s': {k: round(v, 3) for k, v in mean.items()},
-             'iter_s': [round(i['old_logprobs'] + i['update'], 2) for i in its],
+             'iter_s': [round(i.get('generate', 0) + i['old_logprobs'] + i['update'], 2) for i in its],
+             **({'gspo_step': True, 'generated_tok_per_s': round(its[-1]['generated_tokens'] / mean['generate']),
+                 'min_probs_pearson': round(min(i['probs_pearson'] for i in its), 6)} if a.gspo_step else {}),
              'actor_tokens_per_s': round(tokens / mean['update_fwd_bwd']), 'old_logprobs_tokens_per_s': round(tokens / mean['old_logprobs']),
              'loss': round(its[-1]['loss'], 4), 'grad_norm': round(its[-1]['grad_norm'], 4), 'iters': a.iters,
              'gather_sum_max_diff_ulp': gather_check, 'compiled_layers': a.compile, 'fsdp_param_dtype': 'bfloat16', 'torch': torch.__version__}
