@@ -17,9 +17,9 @@ from transformers.modeling_flash_attention_utils import FLASH_ATTENTION_COMPATIB
 from transformers import (AutoConfig, AutoModelForCausalLM, AutoTokenizer, Qwen3OmniMoeConfig, Qwen3OmniMoeThinkerConfig,
                           Qwen3OmniMoeThinkerForConditionalGeneration)
 from peft import LoraConfig, get_peft_model
-from .moe import EXPERTS_IMPLEMENTATION
 from peft.tuners.lora import Linear as LoraLinear, LoraLayer
 from peft.utils.error import NoMatchingPeftModuleError
+from .moe import EXPERTS_IMPLEMENTATION
 from .tokenizer import CHAT_TEMPLATE, QWEN3_OMNI_VOCAB_SIZE, build_once, omni_processor, qwen_tokenizer, small_tokenizer
 from .tasks.gsm8k import GSM8K_INSTRUCTION, gsm8k_examples, make_gsm8k_rows
 from .tasks.mmk12 import mmk12_records, mmk12_row
