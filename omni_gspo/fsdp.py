@@ -12,7 +12,7 @@ from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, Offlo
 from .model import base_model
 
 # %% auto #0
-__all__ = ['fsdp_units', 'shard_model', 'compile_units']
+__all__ = ['fsdp_units', 'shard_model', 'compile_units', 'cacheless_compiled']
 
 # %% ../nbs/07b_fsdp.ipynb #ebfc3381
 def fsdp_units(model, # a transformers model or its peft wrapper
@@ -51,7 +51,14 @@ def shard_model(model, # a transformers model or its peft wrapper (LoRA or full-
 def compile_units(model, # a transformers model or its peft wrapper, sharded or not
                   names:Sequence[str]|None=None, # class names of the units (as `fsdp_units`)
                  )->nn.Module:
-    "Compile the `forward` of every unit of `model` in place with `torch.compile`; returns the model."
+    "Compile the `forward` of every unit of `model` in place for the passes without a KV cache (`cacheless_compiled`); returns the model."
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)   # one graph per shape class, not per layer, but leave room
-    for m in fsdp_units(model, names): m.forward = torch.compile(m.forward)
+    for m in fsdp_units(model, names): m.forward = cacheless_compiled(m.forward)
     return model
+
+def cacheless_compiled(forward): # a unit's `forward`
+    "`forward` compiled with `torch.compile` for calls without a KV cache (the actor's passes); calls with one (generation on the actor) run it as it is."
+    compiled = torch.compile(forward)
+    def run(*args, **kwargs): return forward(*args, **kwargs) if kwargs.get('past_key_values') is not None else compiled(*args, **kwargs)
+    run.compiled = compiled
+    return run

@@ -16,10 +16,16 @@ from fastcore.basics import patch
 from torch.distributed.tensor import DTensor
 from transformers import CompileConfig, GenerationConfig, LogitsProcessor, LogitsProcessorList, StaticCache
 from transformers.generation.logits_process import SuppressTokensLogitsProcessor, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+from transformers import AttentionInterface
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from contextlib import contextmanager, nullcontext
+import torch.nn.functional as F
 
 # %% auto #0
-__all__ = ['CACHE_ROUND', 'STOP_EVERY', 'ENGINES', 'Rollout', 'SampledLogprobs', 'left_pad', 'response_mask', 'HFEngine',
-           'fast_decode', 'decode_loop', 'RolloutEngine', 'register_engine', 'engine_class', 'rollout_parity']
+__all__ = ['CACHE_ROUND', 'STOP_EVERY', 'GROUPED_DECODE', 'ENGINES', 'Rollout', 'SampledLogprobs', 'left_pad', 'response_mask',
+           'HFEngine', 'fast_decode', 'decode_loop', 'grouped_decode_attention', 'decode_attention', 'RolloutEngine',
+           'register_engine', 'engine_class', 'rollout_parity']
 
 # %% ../nbs/06_rollout.ipynb #9029c8c3
 @dataclass
@@ -121,7 +127,7 @@ class HFEngine:
         gc = GenerationConfig(do_sample=not greedy, repetition_penalty=1.0, max_new_tokens=self.max_new_tokens, compile_config=compiled,
                               eos_token_id=self.tok.eos_token_id, pad_token_id=self.tok.pad_token_id, **sampling)
         feats = {k: v.to(dev) for k, v in collate_mm(mm).items()} if mm else {}
-        with module_mode(self.model, False):
+        with module_mode(self.model, False), decode_attention(self.model) if fast else nullcontext():
             out = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=gc, **loop, **feats,
                                       logits_processor=LogitsProcessorList(self._processors(greedy) + [rec]))
         resp = out[:, ids.shape[1]:]
@@ -179,6 +185,31 @@ def _static_decode(self:HFEngine, rows:int, # sequences decoded together
     compiled = CompileConfig()           # torch.compile of the decode forward, mode 'reduce-overhead' (CUDA graphs on a GPU)
     compiled._compile_all_devices = True # transformers compiles on accelerators only unless told: 'on' compiles on CPU too
     return {'past_key_values': c, 'custom_generate': decode_loop}, compiled
+
+# %% ../nbs/06_rollout.ipynb #129404e3
+GROUPED_DECODE = 'sdpa_grouped_decode'   # the attention implementation the fast path decodes with
+
+def grouped_decode_attention(module, query, key, value, # [B, H, Q, d] queries; [B, H_kv, L, d] keys and values
+                             attention_mask, dropout:float=0.0, scaling:float|None=None, **kwargs):
+    "transformers' `sdpa` attention, except for one query token per row: each key/value head's query heads become its query positions, so keys and values are not repeated."
+    b, h, q, d = query.shape
+    groups = h // key.shape[1]
+    if q != 1 or groups == 1 or dropout or kwargs.get('position_bias') is not None:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
+    out = F.scaled_dot_product_attention(query.reshape(b, key.shape[1], groups, d), key, value, attn_mask=attention_mask, scale=scaling)
+    return out.reshape(b, 1, h, d), None
+
+AttentionInterface.register(GROUPED_DECODE, grouped_decode_attention)
+AttentionMaskInterface.register(GROUPED_DECODE, sdpa_mask)
+
+@contextmanager
+def decode_attention(model):
+    "Within: every config of `model` that runs `sdpa` runs `grouped_decode_attention` instead."
+    configs = {id(c): c for m in model.modules() if (c := getattr(m, 'config', None)) is not None and getattr(c, '_attn_implementation', None) == 'sdpa'}
+    for c in configs.values(): c._attn_implementation_internal = GROUPED_DECODE   # the field itself: the property's setter would recurse into sub-configs
+    try: yield model
+    finally:
+        for c in configs.values(): c._attn_implementation_internal = 'sdpa'
 
 # %% ../nbs/06_rollout.ipynb #ea6d7be0
 @runtime_checkable

@@ -157,6 +157,7 @@ def main():
             if dev.type == 'cuda': torch.cuda.reset_peak_memory_stats()
             its.append(gspo_step(actor, sample, dev) if a.gspo_step else iteration(actor, ro, adv, dev))
             peaks.append(torch.cuda.max_memory_allocated() if dev.type == 'cuda' else 0)
+            print('iteration', len(its), {k: round(v, 3) for k, v in its[-1].items() if isinstance(v, float)}, f'peak {gib(peaks[-1])} GiB', flush=True)
         steady = its[1:] or its
         parts = ('generate',) * a.gspo_step + ('old_logprobs', 'update', 'update_fwd_bwd', 'update_optimizer')
         mean = {k: sum(i[k] for i in steady) / len(steady) for k in parts}
