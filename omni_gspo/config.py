@@ -105,7 +105,7 @@ class RolloutConfig(Section):
     top_k: int = -1                 # -1 disables top-k; training rollouts accept only -1 or 0 (see 09_trainer)
     response_length: int = 48       # max new tokens per response
     min_probs_pearson: float = 0.9999 # stop if rollout and actor probabilities correlate less; default by model.dtype (fp32 0.9999, bf16/fp16 0.99)
-    hf_fast_decode: str = choice('auto', 'on', 'off')  # hf engine: static KV cache + compiled decode step; auto: on CUDA, unsharded, for model families where it pays off (not the MoE thinker), on: always (CPU: ~10 s compile once), off: dynamic cache
+    hf_fast_decode: str = choice('auto', 'on', 'off')  # hf engine: static KV cache + compiled decode step; auto: on CUDA, unsharded, for model families where it pays off (the adapter's compiled_decode), on: always (CPU: ~10 s compile once), off: dynamic cache
     vllm: VLLMConfig = field(default_factory=VLLMConfig)
 
 @dataclass(eq=False, repr=False)
