@@ -14,7 +14,7 @@ from .config import ConfigError
 __all__ = ['HARDWARE', 'DEVICE_TYPE', 'VISIBLE_DEVICES', 'DIST_BACKEND', 'RAY_RESOURCES', 'REDUCE_OPS', 'BACKEND_DEVICE',
            'ENV_DEFAULTS', 'PlatformError', 'npu_module', 'check_hardware', 'DistEnv', 'dist_env', 'torch_device',
            'device_count', 'dist_backend', 'ensure_process_group', 'visible_devices_var', 'ray_bundle', 'world_size',
-           'rank', 'all_reduce_values', 'peak_memory_gb', 'apply_env_defaults']
+           'rank', 'all_reduce_values', 'peak_memory_gb', 'release_cached_memory', 'apply_env_defaults']
 
 # %% ../nbs/00a_platform.ipynb #4e1f3981
 HARDWARE = ('cpu', 'gpu', 'npu')
@@ -139,6 +139,12 @@ def peak_memory_gb(device:torch.device)->float:
     if device.type == 'cuda': return torch.cuda.max_memory_allocated(device) / 2**30
     if device.type == 'npu': return npu_module().npu.max_memory_allocated() / 2**30
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+# %% ../nbs/00a_platform.ipynb #8dd17aaa
+def release_cached_memory(device:torch.device):
+    "Return the device allocator's cached, unused blocks to the device, for another allocator (nothing to do on CPU)."
+    if device.type == 'cuda': torch.cuda.empty_cache()
+    elif device.type == 'npu': npu_module().npu.empty_cache()
 
 # %% ../nbs/00a_platform.ipynb #d7929996
 ENV_DEFAULTS = {'cpu': {'TOKENIZERS_PARALLELISM': 'false'},
