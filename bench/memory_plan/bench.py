@@ -2,6 +2,7 @@
 
     python bench/memory_plan/bench.py [--offload] [--budgets 8192 16384] [--iters 3] [--experts grouped_mm frozen_grouped_mm] [--no-ckpt] [--out FILE.jsonl]
     python bench/memory_plan/bench.py --cpu     # a check of the script itself: tiny config, gloo, CPU
+    python bench/memory_plan/bench.py --gspo-step [--engine hf|vllm] ...   # whole GSPO steps, rollout by the built-in or a colocated vLLM engine
 
 The thinker at its real size with random bf16 weights (`thinker.py`: built on meta, materialised with `to_empty`), LoRA
 r32/α64 on q/k/v/o by `configure_trainable`, sharded by `omni_gspo.fsdp.shard_model` on a one-rank process group
@@ -11,7 +12,7 @@ hand-built rollout of `--rows` sequences of `--prompt` + `--response` random tok
 runs `--iters` iterations; the first is a warm-up. Prints one JSON line per budget (and appends it to `--out`).
 """
 from __future__ import annotations
-import argparse, json, sys, time
+import argparse, json, math, sys, time
 from pathlib import Path
 import torch
 
@@ -36,6 +37,9 @@ def args():
     ap.add_argument('--gspo-step', action='store_true', help='each iteration a whole GSPO step: the built-in engine (HFEngine) samples the '
                     'rollout on the sharded actor (one random prompt, --rows samples of --response tokens), random rewards, '
                     'group advantages, then old log-probs and the update')
+    ap.add_argument('--engine', choices=['hf', 'vllm'], default='hf', help="--gspo-step's rollout engine: hf (HFEngine on the sharded actor) or "
+                    "vllm (a colocated VLLMEngine beside it: asleep for the update, then the changed weights synced, as RolloutWorker does)")
+    ap.add_argument('--reserve-gib', type=float, default=1.5, help='--engine vllm on a GPU: memory left outside the engine beside the resident actor')
     ap.add_argument('--profile', action='store_true', help='one more iteration of the last setting under torch.profiler: the top GPU kernels')
     ap.add_argument('--out', default='', help='append the JSON lines to this file too')
     return ap.parse_args()
@@ -81,30 +85,48 @@ def timed(fn, dev, store:list):
         return out
     return run
 
-def engine_rollout(a, model, dev):
-    "A function sampling the rollout as the trainer does: `HFEngine` on the actor's own (sharded) module, end of turn suppressed so every row is `a.response` long."
-    from types import SimpleNamespace
+def rollout_worker(a, model, dev):
+    "The rollout as the trainer runs it: a `RolloutWorker` around `HFEngine` (on the sharded actor's own module) or a colocated `VLLMEngine`, end of turn suppressed so every row is `a.response` long; and the prompt."
     from omni_gspo.config import build_config
-    from omni_gspo.data import Prompt
-    from omni_gspo.model import ThinkerAdapter
+    from omni_gspo.data import Example, Prompt
+    from omni_gspo.model import ThinkerAdapter, export_weights
     from omni_gspo.rollout import HFEngine
-    tok = SimpleNamespace(pad_token_id=151643, eos_token_id=151645)   # Qwen's <|endoftext|>, <|im_end|>: all the engine reads of a tokenizer
-    rcfg = build_config('gsm8k', {'rollout.response_length': a.response, 'rollout.n': a.rows}).rollout
-    eng = HFEngine(model, tok, rcfg, ThinkerAdapter().banned_token_ids(model) + [tok.eos_token_id])
-    prompt = Prompt(None, torch.randint(0, 150000, (a.prompt,), generator=torch.Generator().manual_seed(0)).tolist())
-    return lambda: eng.generate([prompt], n=a.rows)
+    from omni_gspo.tokenizer import qwen_tokenizer
+    from omni_gspo.workers import RolloutWorker
+    tok, ad = qwen_tokenizer(), ThinkerAdapter()
+    banned = ad.banned_token_ids(model) + [tok.eos_token_id]
+    prompt = Prompt(Example([{'role': 'user', 'content': ''}], '', 'bench', 0), torch.randint(0, 150000, (a.prompt,), generator=torch.Generator().manual_seed(0)).tolist())
+    over = {'rollout.response_length': a.response, 'rollout.n': a.rows, 'data.max_prompt_length': a.prompt}
+    if a.engine == 'hf': return RolloutWorker(HFEngine(model, tok, build_config('gsm8k', over).rollout, banned)), prompt, {}
+    from omni_gspo.vllm_engine import VLLMEngine, vllm_settings
+    if dev.type == 'cuda':   # vLLM takes util x total and needs it free at its start: the actor's share is already taken
+        free, total = torch.cuda.mem_get_info()
+        over |= {'rollout.engine': 'vllm', 'rollout.vllm.gpu_memory_utilization': math.floor((free - a.reserve_gib * 2**30) / total * 100) / 100}
+    cfg = build_config('gsm8k', over)
+    t = time.perf_counter()
+    eng = VLLMEngine(model, tok, cfg.rollout, banned=banned, adapter=ad, max_model_len=a.prompt + a.response, **vllm_settings(cfg.rollout.vllm))
+    start_s = time.perf_counter() - t
+    changed = sum(v.numel() * v.element_size() for _, v in export_weights(model, changed_only=True))   # what each step's sync sends
+    return RolloutWorker(eng), prompt, {'engine_start_s': round(start_s, 1), 'synced_gib_per_step': gib(changed),
+                                        'gpu_memory_utilization': over.get('rollout.vllm.gpu_memory_utilization')}
 
-def gspo_step(actor, sample, dev)->dict:
-    "One GSPO step with the built-in engine: sample, reward (random), group advantages, old log-probs, update; seconds of each part."
+def clock(fn, dev):
+    "`fn()` and its seconds, the device synchronised before and after."
+    sync(dev); t = time.perf_counter()
+    out = fn()
+    sync(dev); return out, time.perf_counter() - t
+
+def gspo_step(actor, worker, prompt, a, dev)->dict:
+    "One GSPO step as `ColocatedWorker.step` orders it: sample, release the engine, reward (random) and group advantages, old log-probs, update, weight sync; seconds of each part."
     from omni_gspo.algos import group_advantages
     from omni_gspo.rollout import rollout_parity
-    sync(dev); t = time.perf_counter()
-    ro = sample()
-    sync(dev); generate_s = time.perf_counter() - t
+    ro, generate_s = clock(lambda: worker.generate([prompt], n=a.rows), dev)
+    _, release_s = clock(worker.release, dev)
     adv, _ = group_advantages(torch.rand(len(ro.group_ids)), ro.group_ids.cpu())
     it = iteration(actor, ro, adv.float().to(dev), dev)
+    m, sync_s = clock(lambda: worker.update_weights(actor.model), dev)
     parity = rollout_parity(ro.logprobs, it.pop('old_logp'), ro.response_mask)['training/rollout_actor_probs_pearson_corr']
-    return it | {'generate': generate_s, 'generated_tokens': int(ro.response_mask.sum()), 'probs_pearson': parity}
+    return it | {'generate': generate_s, 'release': release_s, 'sync': sync_s, 'generated_tokens': int(ro.response_mask.sum()), 'probs_pearson': parity}
 
 def iteration(actor, ro, adv, dev)->dict:
     "Old log-probs then one update; seconds of each part, the update's forward+backward and its optimizer part."
@@ -145,7 +167,7 @@ def main():
     gather_check = check_gather_sum(dev, model.get_base_model().config.text_config)
     base_alloc = torch.cuda.memory_allocated() if dev.type == 'cuda' else 0
     ro = random_rollout(a, 150000, dev)   # ids below the special tokens
-    sample = engine_rollout(a, model, dev) if a.gspo_step else None
+    worker, prompt, engine_info = rollout_worker(a, model, dev) if a.gspo_step else (None, None, {})
     adv = torch.randn(a.rows, generator=torch.Generator().manual_seed(1)).to(dev)
     tokens = a.rows * (a.prompt + a.response)
     n_params = sum(p.numel() for p in model.parameters())
@@ -155,11 +177,11 @@ def main():
         its, peaks = [], []
         for _ in range(a.iters):
             if dev.type == 'cuda': torch.cuda.reset_peak_memory_stats()
-            its.append(gspo_step(actor, sample, dev) if a.gspo_step else iteration(actor, ro, adv, dev))
+            its.append(gspo_step(actor, worker, prompt, a, dev) if a.gspo_step else iteration(actor, ro, adv, dev))
             peaks.append(torch.cuda.max_memory_allocated() if dev.type == 'cuda' else 0)
             print('iteration', len(its), {k: round(v, 3) for k, v in its[-1].items() if isinstance(v, float)}, f'peak {gib(peaks[-1])} GiB', flush=True)
         steady = its[1:] or its
-        parts = ('generate',) * a.gspo_step + ('old_logprobs', 'update', 'update_fwd_bwd', 'update_optimizer')
+        parts = ('generate', 'release', 'sync') * a.gspo_step + ('old_logprobs', 'update', 'update_fwd_bwd', 'update_optimizer')
         mean = {k: sum(i[k] for i in steady) / len(steady) for k in parts}
         r = {'bench': 'memory_plan', 'device': torch.cuda.get_device_name() if dev.type == 'cuda' else 'cpu',
              'model': 'Qwen3-Omni-30B-A3B thinker (random bf16)' if not a.cpu else 'tiny thinker (CPU check)',
@@ -170,8 +192,8 @@ def main():
              'experts_implementation': model.get_base_model().config.text_config._experts_implementation,
              'build_s': round(build_s, 1), 'weights_gib': gib(base_alloc), 'peak_gib': gib(max(peaks)), 'peak_gib_per_iter': [gib(p) for p in peaks],
              'step_breakdown_s': {k: round(v, 3) for k, v in mean.items()},
-             'iter_s': [round(i.get('generate', 0) + i['old_logprobs'] + i['update'], 2) for i in its],
-             **({'gspo_step': True, 'generated_tok_per_s': round(its[-1]['generated_tokens'] / mean['generate']),
+             'iter_s': [round(sum(i.get(k, 0) for k in ('generate', 'release', 'old_logprobs', 'update', 'sync')), 2) for i in its],
+             **({'gspo_step': True, 'engine': a.engine, **engine_info, 'generated_tok_per_s': round(its[-1]['generated_tokens'] / mean['generate']),
                  'min_probs_pearson': round(min(i['probs_pearson'] for i in its), 6)} if a.gspo_step else {}),
              'actor_tokens_per_s': round(tokens / mean['update_fwd_bwd']), 'old_logprobs_tokens_per_s': round(tokens / mean['old_logprobs']),
              'loss': round(its[-1]['loss'], 4), 'grad_norm': round(its[-1]['grad_norm'], 4), 'iters': a.iters,
@@ -181,6 +203,7 @@ def main():
         if a.out:
             with open(a.out, 'a') as f: f.write(line + '\n')
     if a.profile: profile(lambda: iteration(actor, ro, adv, dev), dev)
-    torch.distributed.destroy_process_group()
+    if worker: worker.close()   # vLLM's shutdown may take the default process group with it
+    if torch.distributed.is_initialized(): torch.distributed.destroy_process_group()
 
 if __name__ == '__main__': main()
