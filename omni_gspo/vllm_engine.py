@@ -13,7 +13,7 @@ from .media import SAMPLE_RATE
 from .rollout import Rollout, left_pad
 from .config import ConfigError, atomic_dir
 from .model import adapter_of, export_weights
-from .platform import world_size
+from .platform import release_cached_memory, world_size
 
 # %% auto #0
 __all__ = ['MEDIA_PADS', 'THINKER_ARCH', 'EXPERT_KEY', 'OMNI_THINKER_PIPELINE', 'VISIBLE_DEVICE_VARS', 'media_pad_ids',
@@ -215,7 +215,8 @@ class VLLMEngine:
         self.asleep = {'weights', 'kv_cache'}
 
     def wake(self, tags=('weights', 'kv_cache')):
-        "Wake `tags`; once everything is awake the prefix, encoder and media caches are reset."
+        "Wake `tags` (torch's cached blocks handed back first); once everything is awake the prefix, encoder and media caches are reset."
+        release_cached_memory(self.device)   # vLLM maps its memory itself: what torch keeps cached after the update is not free to it
         self.llm.wake_up(tags=list(tags))
         self.asleep -= set(tags)
         if not self.asleep: self._reset_caches()

@@ -16,7 +16,7 @@ from fastcore.basics import patch
 from .config import ConfigError, atomic_dir, read_keys as config_read_keys
 from .data import encode_prompts
 from .splits import load_split
-from .platform import all_reduce_values, ensure_process_group, peak_memory_gb, rank, release_cached_memory, torch_device, world_size
+from .platform import all_reduce_values, ensure_process_group, peak_memory_gb, rank, torch_device, world_size
 from .fsdp import compile_units, shard_model
 from .model import DTYPES, adapter_for, base_model, configure_trainable, export_weights, full_tensor, load_model, load_tokenizer, lora_modules, resolve_model_path
 from .rewards import part_means, score_batch
@@ -162,8 +162,7 @@ class RolloutWorker:
         "Free the engine's memory for the update."
         self.engine.sleep()
     def update_weights(self, model)->dict:
-        "Hand the actor's cached memory back, wake the weights, sync them from `model`, wake the KV cache; the sync's metrics."
-        release_cached_memory(next(model.parameters()).device)   # the engine's allocator needs what torch keeps cached after the update
+        "Wake the weights, sync them from `model`, wake the KV cache; the sync's metrics."
         self.engine.wake(['weights'])
         m = self.engine.sync_weights(model)
         self.engine.wake(['kv_cache'])
