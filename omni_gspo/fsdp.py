@@ -12,7 +12,7 @@ from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, Offlo
 from .model import base_model
 
 # %% auto #0
-__all__ = ['fsdp_units', 'shard_model', 'compile_units', 'cacheless_compiled']
+__all__ = ['fsdp_units', 'checkpoint_layers', 'shard_model', 'compile_units', 'cacheless_compiled']
 
 # %% ../nbs/07b_fsdp.ipynb #ebfc3381
 def fsdp_units(model, # a transformers model or its peft wrapper
@@ -30,6 +30,10 @@ def fsdp_units(model, # a transformers model or its peft wrapper
     return units
 
 # %% ../nbs/07b_fsdp.ipynb #e89df53f
+def checkpoint_layers(model): # a transformers model or its peft wrapper
+    "Activation checkpointing of every decoder layer (transformers' own, non-reentrant), in place."
+    base_model(model).gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': False})
+
 def shard_model(model, # a transformers model or its peft wrapper (LoRA or full-parameter), not yet sharded
                 *, units:Sequence[str]|None=None, # unit class names (see `fsdp_units`); default `_no_split_modules`
                 mesh:DeviceMesh|None=None, # 1-D mesh of the data-parallel ranks; default: all ranks, this accelerator or CPU
@@ -39,7 +43,7 @@ def shard_model(model, # a transformers model or its peft wrapper (LoRA or full-
                 activation_checkpointing:bool=False, # recompute each layer's activations in the backward pass
                )->nn.Module:
     "`model` sharded in place with FSDP2: one unit per layer in `units`, then the root; returns the model."
-    if activation_checkpointing: base_model(model).gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': False})
+    if activation_checkpointing: checkpoint_layers(model)
     offload = CPUOffloadPolicy(pin_memory=torch.accelerator.is_available()) if cpu_offload else OffloadPolicy()
     kw = dict(mesh=mesh, mp_policy=MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=reduce_dtype), offload_policy=offload)
     for m in reversed(fsdp_units(model, units)): fully_shard(m, **kw)

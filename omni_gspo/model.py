@@ -167,7 +167,7 @@ class CausalLMAdapter:
     weight_prefix = ''        # checkpoint names as vLLM reads them: the module's own
     vllm_mm_limits = None     # media per prompt for vLLM (None: text only)
     direct_expert_write = False   # MoE experts written straight into vLLM's CPU kernels (see `06a_vllm`)
-    compiled_decode = True    # the built-in engine's static cache + compiled step pays off: 2.2-7.1x plain `generate` on Qwen2.5-0.5B, 3.9-6.2x on a thinker slice (H200)
+    compiled_decode = True    # the built-in engine's static cache + compiled step pays off: 7.3-9.3x plain `generate` on Qwen2.5-0.5B, 3.7-6.2x on a thinker slice (H200, bench/hf_engine)
     packable = True           # rows may be packed into one sequence with restarting positions (False e.g. for state-space layers without varlen support)
     def model_class(self, path:Path)->type:
         "The transformers class `load` builds for the checkpoint at `path`."

@@ -17,7 +17,7 @@ from .config import ConfigError, atomic_dir, read_keys as config_read_keys
 from .data import encode_prompts
 from .splits import load_split
 from .platform import all_reduce_values, ensure_process_group, peak_memory_gb, rank, torch_device, world_size
-from .fsdp import compile_units, shard_model
+from .fsdp import checkpoint_layers, compile_units, shard_model
 from .model import DTYPES, adapter_for, base_model, configure_trainable, export_weights, full_tensor, load_model, load_tokenizer, lora_modules, resolve_model_path
 from .rewards import part_means, score_batch
 from .algos import group_advantages, rollout_correction_metrics, rollout_correction_weights, zero_std_groups
@@ -108,9 +108,8 @@ def shard_actor(model, cfg, adapter)->bool:
     "Activation checkpointing, FSDP2 sharding and compilation (the adapter's units) of the actor as `cfg.actor` asks; True if a process group was made for it."
     a, units = cfg.actor, adapter.fsdp_units(model)
     own = a.fsdp and ensure_process_group(cfg.hardware.device)
-    if a.fsdp: shard_model(model, units=units, param_dtype=DTYPES[cfg.model.dtype], cpu_offload=a.fsdp_cpu_offload,   # adapters: fp32 masters, computed in the model's dtype
-                           activation_checkpointing=a.activation_checkpointing)
-    elif a.activation_checkpointing: base_model(model).gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': False})
+    if a.activation_checkpointing: checkpoint_layers(model)
+    if a.fsdp: shard_model(model, units=units, param_dtype=DTYPES[cfg.model.dtype], cpu_offload=a.fsdp_cpu_offload)   # adapters: fp32 masters, computed in the model's dtype
     if a.compile: compile_units(model, units)
     return own
 

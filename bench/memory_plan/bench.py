@@ -76,12 +76,17 @@ def random_rollout(a, vocab, dev, seed=0):
     return Rollout(ids[:, :a.prompt], ones[:, :a.prompt], ids[:, a.prompt:], ones[:, a.prompt:],
                    torch.zeros(a.rows, a.response, device=dev), ['length'] * a.rows, torch.zeros(a.rows, dtype=torch.long, device=dev))
 
+def clock(fn, dev):
+    "`fn()` and its seconds, the device synchronised before and after."
+    sync(dev); t = time.perf_counter()
+    out = fn()
+    sync(dev); return out, time.perf_counter() - t
+
 def timed(fn, dev, store:list):
-    "`fn` with the seconds of each call (device synchronised) appended to `store`."
+    "`fn` with the seconds of each call (`clock`) appended to `store`."
     def run(*args, **kw):
-        sync(dev); t = time.perf_counter()
-        out = fn(*args, **kw)
-        sync(dev); store.append(time.perf_counter() - t)
+        out, s = clock(lambda: fn(*args, **kw), dev)
+        store.append(s)
         return out
     return run
 
@@ -103,18 +108,11 @@ def rollout_worker(a, model, dev):
         free, total = torch.cuda.mem_get_info()
         over |= {'rollout.engine': 'vllm', 'rollout.vllm.gpu_memory_utilization': math.floor((free - a.reserve_gib * 2**30) / total * 100) / 100}
     cfg = build_config('gsm8k', over)
-    t = time.perf_counter()
-    eng = VLLMEngine(model, tok, cfg.rollout, banned=banned, adapter=ad, max_model_len=a.prompt + a.response, **vllm_settings(cfg.rollout.vllm))
-    start_s = time.perf_counter() - t
+    eng, start_s = clock(lambda: VLLMEngine(model, tok, cfg.rollout, banned=banned, adapter=ad, max_model_len=a.prompt + a.response,
+                                            **vllm_settings(cfg.rollout.vllm)), dev)
     changed = sum(v.numel() * v.element_size() for _, v in export_weights(model, changed_only=True))   # what each step's sync sends
     return RolloutWorker(eng), prompt, {'engine_start_s': round(start_s, 1), 'synced_gib_per_step': gib(changed),
                                         'gpu_memory_utilization': over.get('rollout.vllm.gpu_memory_utilization')}
-
-def clock(fn, dev):
-    "`fn()` and its seconds, the device synchronised before and after."
-    sync(dev); t = time.perf_counter()
-    out = fn()
-    sync(dev); return out, time.perf_counter() - t
 
 def gspo_step(actor, worker, prompt, a, dev)->dict:
     "One GSPO step as `ColocatedWorker.step` orders it: sample, release the engine, reward (random) and group advantages, old log-probs, update, weight sync; seconds of each part."
@@ -124,7 +122,7 @@ def gspo_step(actor, worker, prompt, a, dev)->dict:
     _, release_s = clock(worker.release, dev)
     adv, _ = group_advantages(torch.rand(len(ro.group_ids)), ro.group_ids.cpu())
     it = iteration(actor, ro, adv.float().to(dev), dev)
-    m, sync_s = clock(lambda: worker.update_weights(actor.model), dev)
+    _, sync_s = clock(lambda: worker.update_weights(actor.model), dev)
     parity = rollout_parity(ro.logprobs, it.pop('old_logp'), ro.response_mask)['training/rollout_actor_probs_pearson_corr']
     return it | {'generate': generate_s, 'release': release_s, 'sync': sync_s, 'generated_tokens': int(ro.response_mask.sum()), 'probs_pearson': parity}
 
@@ -132,12 +130,9 @@ def iteration(actor, ro, adv, dev)->dict:
     "Old log-probs then one update; seconds of each part, the update's forward+backward and its optimizer part."
     fwd_bwd = []
     actor._accumulate = timed(type(actor)._accumulate.__get__(actor), dev, fwd_bwd)   # every micro-batch's forward+backward
-    sync(dev); t0 = time.perf_counter()
-    old = actor.logprobs(ro)
-    sync(dev); t1 = time.perf_counter()
-    m = actor.update(ro, adv, old, n=ro.response_ids.shape[0])
-    sync(dev); t2 = time.perf_counter()
-    return {'old_logprobs': t1 - t0, 'update': t2 - t1, 'update_fwd_bwd': sum(fwd_bwd), 'update_optimizer': t2 - t1 - sum(fwd_bwd),
+    old, old_s = clock(lambda: actor.logprobs(ro), dev)
+    m, update_s = clock(lambda: actor.update(ro, adv, old, n=ro.response_ids.shape[0]), dev)
+    return {'old_logprobs': old_s, 'update': update_s, 'update_fwd_bwd': sum(fwd_bwd), 'update_optimizer': update_s - sum(fwd_bwd),
             'micro_batches': m['actor/micro_batches'], 'loss': m['actor/loss'], 'grad_norm': m['actor/grad_norm'], 'old_logp': old}
 
 def profile(fn, dev):
