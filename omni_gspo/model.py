@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 import torch, transformers
 from torch import nn
+import torch.nn.functional as F
+from types import MethodType
 from torch.utils.checkpoint import checkpoint
 from torch.distributed.tensor import DTensor
 from transformers.utils.generic import is_flash_attention_requested
@@ -30,10 +32,10 @@ from .config import ConfigError
 __all__ = ['TINY_KINDS', 'DTYPES', 'ADAPTERS', 'ATTENTION_SUPPORT', 'FLASH_PACKAGES', 'ENCODER_PATTERN', 'token_ids',
            'tiny_thinker_config', 'gsm8k_pairs', 'warm_start', 'multimodal_pairs', 'tiny_model_dir',
            'vllm_thinker_config', 'vllm_processor', 'base_model', 'running_positions', 'varlen_attention',
-           'CausalLMAdapter', 'ThinkerAdapter', 'register_adapter', 'adapter_for', 'adapter_of', 'resolve_model_path',
-           'load_tokenizer', 'attention_problem', 'check_attention', 'load_model', 'load_policy', 'noised_copy',
-           'lora_modules', 'apply_lora', 'configure_trainable', 'full_tensor', 'lora_adapters', 'lora_delta',
-           'trained_groups', 'export_weights', 'module_mode', 'hidden_states_only', 'completion_logprobs',
+           'CausalLMAdapter', 'ThinkerAdapter', 'register_adapter', 'adapter_for', 'adapter_of', 'fp32_logits_layer',
+           'resolve_model_path', 'load_tokenizer', 'attention_problem', 'check_attention', 'load_model', 'load_policy',
+           'noised_copy', 'lora_modules', 'apply_lora', 'configure_trainable', 'full_tensor', 'lora_adapters',
+           'lora_delta', 'trained_groups', 'export_weights', 'module_mode', 'hidden_states_only', 'completion_logprobs',
            'packed_hidden_states']
 
 # %% ../nbs/03_model.ipynb #31ed7ab8
@@ -257,6 +259,18 @@ def adapter_of(model)->CausalLMAdapter:
     "The adapter for a built `model` (possibly peft-wrapped), by its config's model_type."
     return ADAPTERS.get(base_model(model).config.model_type, CausalLMAdapter())
 
+# %% ../nbs/03_model.ipynb #dd3e3f88
+def _fp32_linear(self, h:torch.Tensor)->torch.Tensor:
+    "`nn.Linear.forward` in fp32: exact products of the low-precision input and weight, fp32 sums."
+    return F.linear(h.float(), self.weight.float(), None if self.bias is None else self.bias.float())
+
+def fp32_logits_layer(model)->nn.Module:
+    "Make `model`'s output layer return fp32 logits from its bf16/fp16 input and weight (fp32 models: unchanged); returns `model`."
+    head = base_model(model).get_output_embeddings()
+    if not isinstance(head, nn.Linear): raise TypeError(f"the output layer is {type(head).__name__}, not nn.Linear: fp32 logits need a linear layer")
+    if head.weight.dtype != torch.float32: head.forward = MethodType(_fp32_linear, head)
+    return model
+
 # %% ../nbs/03_model.ipynb #96dbeb55
 def resolve_model_path(path:str, warm_start_steps:int)->Path:
     "The folder to load: a tiny default for '', 'tiny', 'tiny-qwen', else `path` itself (which must exist)."
@@ -305,17 +319,19 @@ def check_attention(cls:type, # the class the adapter loads (`model_class`)
 
 def load_model(path:Path, dtype:str, device:torch.device,
                attn_implementation:str='sdpa', # `model.attn_implementation`
+               fp32_logits:bool=True, # `model.fp32_logits`: the output layer computes in fp32 (`fp32_logits_layer`)
               )->nn.Module:
     "The checkpoint at `path`, loaded by its adapter with attention `attn_implementation` (vetted first), in `dtype`, on `device`."
     ad = adapter_for(path)
     check_attention(ad.model_class(path), attn_implementation, device)
-    return ad.load(path, DTYPES[dtype], attn_implementation).to(device)
+    m = ad.load(path, DTYPES[dtype], attn_implementation).to(device)
+    return fp32_logits_layer(m) if fp32_logits else m
 
 def load_policy(mcfg, # `ModelConfig`
                 device:torch.device)->tuple[nn.Module, object]:
-    "Model (in `mcfg.dtype`, with attention `mcfg.attn_implementation`, on `device`) and tokenizer for `mcfg.path`."
+    "Model (in `mcfg.dtype`, with attention `mcfg.attn_implementation` and `mcfg.fp32_logits`, on `device`) and tokenizer for `mcfg.path`."
     path = resolve_model_path(mcfg.path, mcfg.warm_start_steps)
-    return load_model(path, mcfg.dtype, device, mcfg.attn_implementation), load_tokenizer(path)
+    return load_model(path, mcfg.dtype, device, mcfg.attn_implementation, mcfg.fp32_logits), load_tokenizer(path)
 
 # %% ../nbs/03_model.ipynb #c86cbd4b
 def noised_copy(src:Path, # checkpoint folder of the teacher
