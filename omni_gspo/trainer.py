@@ -78,7 +78,9 @@ def check_config(cfg:Config):
               (cfg.trainer.keep_checkpoints >= 1, f'trainer.keep_checkpoints must be >= 1, got {cfg.trainer.keep_checkpoints}'),
               (cfg.trainer.max_steps >= 0 and cfg.trainer.total_epochs >= 1, 'trainer.max_steps must be >= 0 and trainer.total_epochs >= 1'),
               (cfg.model.attn_implementation != 'flex_attention' or cfg.hardware.device != 'cpu',
-               "model.attn_implementation='flex_attention' on hardware.device=cpu: torch has no flex attention backward on CPU, so the actor cannot train; use sdpa or eager")]
+               "model.attn_implementation='flex_attention' on hardware.device=cpu: torch has no flex attention backward on CPU, so the actor cannot train; use sdpa or eager"),
+              (cfg.model.fp32_logits or cfg.model.dtype != 'float32',
+               "model.fp32_logits=false does nothing with model.dtype='float32': its logits are fp32 already; drop the key")]
     for ok, msg in checks + world_checks(cfg):
         if not ok: raise ConfigError(msg)
     if r.engine != 'hf' and r.hf_fast_decode != 'auto':
