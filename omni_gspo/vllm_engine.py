@@ -139,6 +139,7 @@ class VLLMEngine:
                  seed:int=0,
                  banned:list[int]=(), # token ids never sampled (the adapter's `banned_token_ids`), as in `HFEngine`
                  adapter=None, # the model family's adapter (default: `adapter_of(model)`): names, configs, media limits
+                 fp32_logits:bool=True, # `model.fp32_logits`: a bf16/fp16 engine computes its output layer in fp32, as the actor does
                  **llm_kwargs):
         if lora_sync not in ('merge', 'adapter'): raise ValueError(f"lora_sync={lora_sync!r}: expected 'merge' or 'adapter'")
         if lora_sync == 'adapter' and not hasattr(model, 'peft_config'): raise ValueError("lora_sync='adapter' needs a LoRA (peft) model; use lora_sync='merge' for full weights")
@@ -157,6 +158,7 @@ class VLLMEngine:
         kw = dict(dtype=dtype or next(model.parameters()).dtype, max_model_len=max_model_len, seed=seed, enforce_eager=current_platform.is_cpu(),
                   load_format='dummy', logprobs_mode='processed_logprobs', generation_config='vllm',
                   enable_sleep_mode=current_platform.is_sleep_mode_available())
+        if fp32_logits and str(kw['dtype']).removeprefix('torch.') != 'float32': kw['hf_overrides'] = {'head_dtype': 'float32'}
         if adapter.vllm_mm_limits: kw['limit_mm_per_prompt'] = dict(adapter.vllm_mm_limits)
         # seeded requests must not be split by chunked prefill on CPU ("CPU Generator does not use offset")
         if current_platform.is_cpu(): kw['max_num_batched_tokens'] = 1 << 16   # overridable through llm_kwargs
@@ -172,7 +174,7 @@ class VLLMEngine:
         "The engine the trainer builds: sampling from `cfg.rollout`, vLLM's settings from `cfg.rollout.vllm`."
         rc = cfg.rollout
         return cls(model, tok, rc, processor=processor, banned=adapter.banned_token_ids(model), seed=cfg.trainer.seed, adapter=adapter,
-                   max_model_len=cfg.data.max_prompt_length + rc.response_length, **vllm_settings(rc.vllm))
+                   max_model_len=cfg.data.max_prompt_length + rc.response_length, fp32_logits=cfg.model.fp32_logits, **vllm_settings(rc.vllm))
 
     def _make_llm(self, folder, kw):
         from vllm import LLM
@@ -335,7 +337,7 @@ def omni_engine_args(folder:str|Path, # the exported policy
     "Arguments of `vllm_omni`'s `Omni` for the thinker-only AR rollout."
     drop = {'limit_mm_per_prompt', 'tensor_parallel_size'}   # per stage (deploy config) in vLLM-Omni
     return {k: v for k, v in kw.items() if k not in drop} | {
-        'model': str(folder), 'deploy_config': str(deploy), 'hf_overrides': {'enable_audio_output': False},
+        'model': str(folder), 'deploy_config': str(deploy), 'hf_overrides': {'enable_audio_output': False} | kw.get('hf_overrides', {}),
         'logprobs_mode': 'processed_logprobs', 'enable_prefix_caching': False}
 
 class VLLMOmniEngine(VLLMEngine):
