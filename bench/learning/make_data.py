@@ -58,8 +58,8 @@ def sample_assignment(t, rng:Random, replacements:dict, tries:int=100_000)->dict
     if t.derived_lines: a |= t._evaluate_derived_lines(a, replacements, rng)
     return a
 
-def instances(t, n:int, seed:int, exclude:set[str], replacements:dict, split:str='templates')->list[dict]:
-    "Up to `n` distinct instances of template `t` whose question is not in `exclude` and whose answer is '#### N'."
+def instances(t, n:int, seed:int, exclude:set[str], replacements:dict, label:str)->list[dict]:
+    "Up to `n` distinct instances of template `t`, their `split` column `label`, whose question is not in `exclude` and whose answer is '#### N'."
     rng, out, seen = Random(seed), [], set(exclude)
     for _ in range(20 * n):
         a = sample_assignment(t, rng, replacements)
@@ -67,7 +67,7 @@ def instances(t, n:int, seed:int, exclude:set[str], replacements:dict, split:str
         q, ans = t.format_question(a).strip(), t.format_answer(a).strip()
         # some templates can yield non-integer answers ('#### 9/2'), which the gsm8k reward cannot score
         if q in seen or not _ANSWER.search(ans): continue
-        seen.add(q); out.append(row(q, ans, t, template_split(t, split)))
+        seen.add(q); out.append(row(q, ans, t, label))
         if len(out) == n: break
     return out
 
@@ -83,11 +83,10 @@ def split_by_templates(ts, repl, orig_q:set[str], train_per_template:int, heldou
     train, heldout, seen = [], [], []
     for t in ts:
         if template_split(t) == 'train':
-            mine = instances(t, train_per_template, seed + t.id_shuffled, orig_q, repl)
+            mine = instances(t, train_per_template, seed + t.id_shuffled, orig_q, repl, 'train')
             train += mine
-            seen += [r | {'split': 'heldout-seen'} for r in
-                     instances(t, heldout_per_template, seed + 2000 + t.id_shuffled, orig_q | {r['question'] for r in mine}, repl)]
-        else: heldout += instances(t, heldout_per_template, seed + 1000 + t.id_shuffled, orig_q, repl)
+            seen += instances(t, heldout_per_template, seed + 2000 + t.id_shuffled, orig_q | {r['question'] for r in mine}, repl, 'heldout-seen')
+        else: heldout += instances(t, heldout_per_template, seed + 1000 + t.id_shuffled, orig_q, repl, 'heldout')
     curve = sorted(Random(seed).sample(range(len(heldout)), curve_size))   # the trainer validates on this subset
     return {'train': train, 'heldout': heldout, f'heldout{curve_size}': [heldout[i] for i in curve], 'heldout_seen': seen}
 
@@ -96,10 +95,9 @@ def split_by_instances(ts, repl, orig_q:set[str], train_per_template:int, heldou
     train, heldout = [], []
     per = -(-heldout_size // len(ts))
     for t in ts:
-        mine = instances(t, train_per_template, seed + t.id_shuffled, orig_q, repl, 'instances')
+        mine = instances(t, train_per_template, seed + t.id_shuffled, orig_q, repl, 'train')
         train += mine
-        heldout += [r | {'split': 'heldout'} for r in
-                    instances(t, per, seed + 2000 + t.id_shuffled, orig_q | {r['question'] for r in mine}, repl, 'instances')]
+        heldout += instances(t, per, seed + 2000 + t.id_shuffled, orig_q | {r['question'] for r in mine}, repl, 'heldout')
     keep = sorted(Random(seed).sample(range(len(heldout)), heldout_size))
     return {'train': train, 'heldout': [heldout[i] for i in keep]}
 
