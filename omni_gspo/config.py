@@ -62,6 +62,7 @@ class ModelConfig(Section):
     freeze_audio_tower: bool = True  # full-parameter mode (lora_rank=0): keep the audio encoder fixed
     warm_start_steps: int = 300     # tiny models only: supervised steps on generated solutions, so rewards are not all zero
     fp32_logits: bool = True        # bf16/fp16 models: the output layer computes its logits in fp32 (03_model), in the actor and in both engines (vLLM: its head_dtype override), so rollout and actor probabilities agree as the policy sharpens
+    fp32_residual: bool = True      # bf16/fp16 models: the residual stream between decoder layers is fp32 (03_model), in the actor and the built-in engine (vLLM keeps its own bf16 one): a further 2x closer rollout/actor probabilities
     attn_implementation: str = choice('sdpa', 'eager', 'flex_attention', 'flash_attention_2', 'flash_attention_3')  # attention kernel the model loads with (03_model): flash_attention_2/3 (CUDA + the flash-attn package) and flex_attention (families that support it, not the Qwen3-Omni thinker; no backward on CPU) skip the cross-row blocks, so actor.packing=auto packs; sdpa/eager: auto pads
 
 @dataclass(eq=False, repr=False)

@@ -45,9 +45,10 @@ def shard_model(model, # a transformers model or its peft wrapper (LoRA or full-
     "`model` sharded in place with FSDP2: one unit per layer in `units`, then the root; returns the model."
     if activation_checkpointing: checkpoint_layers(model)
     offload = CPUOffloadPolicy(pin_memory=torch.accelerator.is_available()) if cpu_offload else OffloadPolicy()
-    kw = dict(mesh=mesh, mp_policy=MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=reduce_dtype), offload_policy=offload)
-    for m in reversed(fsdp_units(model, units)): fully_shard(m, **kw)
-    fully_shard(base_model(model), **kw)
+    mp = dict(param_dtype=param_dtype, reduce_dtype=reduce_dtype)
+    kw = dict(mesh=mesh, offload_policy=offload)
+    for m in reversed(fsdp_units(model, units)): fully_shard(m, mp_policy=MixedPrecisionPolicy(**mp, cast_forward_inputs=False), **kw)   # an fp32 residual stream stays fp32
+    fully_shard(base_model(model), mp_policy=MixedPrecisionPolicy(**mp), **kw)
     base_model(model)._is_fsdp_managed_module = True   # transformers' generate then runs in step on every rank (synced_gpus)
     return model
 

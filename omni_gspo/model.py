@@ -12,6 +12,7 @@ import torch, transformers
 from torch import nn
 import torch.nn.functional as F
 from types import MethodType
+from functools import partial
 from torch.utils.checkpoint import checkpoint
 from torch.distributed.tensor import DTensor
 from transformers.utils.generic import is_flash_attention_requested
@@ -33,10 +34,10 @@ __all__ = ['TINY_KINDS', 'DTYPES', 'ADAPTERS', 'ATTENTION_SUPPORT', 'FLASH_PACKA
            'tiny_thinker_config', 'gsm8k_pairs', 'warm_start', 'multimodal_pairs', 'tiny_model_dir',
            'vllm_thinker_config', 'vllm_processor', 'base_model', 'running_positions', 'varlen_attention',
            'CausalLMAdapter', 'ThinkerAdapter', 'register_adapter', 'adapter_for', 'adapter_of', 'fp32_logits_layer',
-           'resolve_model_path', 'load_tokenizer', 'attention_problem', 'check_attention', 'load_model', 'load_policy',
-           'noised_copy', 'lora_modules', 'apply_lora', 'configure_trainable', 'full_tensor', 'lora_adapters',
-           'lora_delta', 'trained_groups', 'export_weights', 'module_mode', 'hidden_states_only', 'completion_logprobs',
-           'packed_hidden_states']
+           'fp32_residual_stream', 'resolve_model_path', 'load_tokenizer', 'attention_problem', 'check_attention',
+           'load_model', 'load_policy', 'noised_copy', 'lora_modules', 'apply_lora', 'configure_trainable',
+           'full_tensor', 'lora_adapters', 'lora_delta', 'trained_groups', 'export_weights', 'module_mode',
+           'hidden_states_only', 'completion_logprobs', 'packed_hidden_states']
 
 # %% ../nbs/03_model.ipynb #31ed7ab8
 def token_ids(tok)->dict:
@@ -199,6 +200,13 @@ class CausalLMAdapter:
     def fsdp_units(self, model)->list[str]|None:
         "Class names of the modules FSDP2 shards one by one (None: the model's `_no_split_modules`)."
         return None
+    def decoder_layers(self, model)->list[nn.Module]:
+        "The text decoder's layers in order: the residual stream runs through them (`fp32_residual_stream`)."
+        dec = base_model(model).get_decoder()
+        layers = getattr(dec, 'layers', None)
+        if not isinstance(layers, nn.ModuleList) or not len(layers):
+            raise TypeError(f"{type(dec).__name__} has no `layers` list of decoder layers; register an adapter whose `decoder_layers` finds them")
+        return list(layers)
     def vllm_files(self, model, tok, processor=None)->list:
         "What vLLM loads next to the weights (each saved with `save_pretrained`): the config, with `architectures` set."
         cfg = copy.deepcopy(base_model(model).config)
@@ -271,6 +279,29 @@ def fp32_logits_layer(model)->nn.Module:
     if head.weight.dtype != torch.float32: head.forward = MethodType(_fp32_linear, head)
     return model
 
+# %% ../nbs/03_model.ipynb #e7dabf06
+def _fp32_stream_in(layer, args, kwargs):
+    "Pre-hook of the first decoder layer: its hidden-states input in fp32."
+    if args: return (args[0].float(), *args[1:]), kwargs
+    return args, {**kwargs, 'hidden_states': kwargs['hidden_states'].float()}
+
+def _cast_output(dtype, module, args, out): return out.to(dtype)
+
+def _head_input(dtype, head, args):
+    "Output-layer pre-hook: an fp32-logits layer takes the fp32 stream as it is, any other gets its input in `dtype`."
+    return args if getattr(head.forward, '__func__', None) is _fp32_linear else (args[0].to(dtype), *args[1:])
+
+def fp32_residual_stream(model, layers:list[nn.Module] # the decoder layers in order (the adapter's `decoder_layers`)
+                        )->nn.Module:
+    "Carry `model`'s residual stream between `layers` in fp32, norms feeding bf16/fp16 into the projections (fp32 models: unchanged); returns `model`."
+    dtype = next(layers[0].parameters()).dtype
+    if dtype == torch.float32: return model
+    layers[0].register_forward_pre_hook(_fp32_stream_in, with_kwargs=True)
+    for norm in (c for l in layers for c in l.children() if 'norm' in type(c).__name__.lower()):
+        norm.register_forward_hook(partial(_cast_output, dtype))
+    base_model(model).get_output_embeddings().register_forward_pre_hook(partial(_head_input, dtype))
+    return model
+
 # %% ../nbs/03_model.ipynb #96dbeb55
 def resolve_model_path(path:str, warm_start_steps:int)->Path:
     "The folder to load: a tiny default for '', 'tiny', 'tiny-qwen', else `path` itself (which must exist)."
@@ -320,18 +351,20 @@ def check_attention(cls:type, # the class the adapter loads (`model_class`)
 def load_model(path:Path, dtype:str, device:torch.device,
                attn_implementation:str='sdpa', # `model.attn_implementation`
                fp32_logits:bool=True, # `model.fp32_logits`: the output layer computes in fp32 (`fp32_logits_layer`)
+               fp32_residual:bool=True, # `model.fp32_residual`: the residual stream runs in fp32 (`fp32_residual_stream`)
               )->nn.Module:
     "The checkpoint at `path`, loaded by its adapter with attention `attn_implementation` (vetted first), in `dtype`, on `device`."
     ad = adapter_for(path)
     check_attention(ad.model_class(path), attn_implementation, device)
     m = ad.load(path, DTYPES[dtype], attn_implementation).to(device)
-    return fp32_logits_layer(m) if fp32_logits else m
+    if fp32_logits: fp32_logits_layer(m)
+    return fp32_residual_stream(m, ad.decoder_layers(m)) if fp32_residual else m
 
 def load_policy(mcfg, # `ModelConfig`
                 device:torch.device)->tuple[nn.Module, object]:
-    "Model (in `mcfg.dtype`, with attention `mcfg.attn_implementation` and `mcfg.fp32_logits`, on `device`) and tokenizer for `mcfg.path`."
+    "Model (in `mcfg.dtype`, with attention `mcfg.attn_implementation`, `mcfg.fp32_logits` and `mcfg.fp32_residual`, on `device`) and tokenizer for `mcfg.path`."
     path = resolve_model_path(mcfg.path, mcfg.warm_start_steps)
-    return load_model(path, mcfg.dtype, device, mcfg.attn_implementation, mcfg.fp32_logits), load_tokenizer(path)
+    return load_model(path, mcfg.dtype, device, mcfg.attn_implementation, mcfg.fp32_logits, mcfg.fp32_residual), load_tokenizer(path)
 
 # %% ../nbs/03_model.ipynb #c86cbd4b
 def noised_copy(src:Path, # checkpoint folder of the teacher

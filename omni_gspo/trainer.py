@@ -80,7 +80,9 @@ def check_config(cfg:Config):
               (cfg.model.attn_implementation != 'flex_attention' or cfg.hardware.device != 'cpu',
                "model.attn_implementation='flex_attention' on hardware.device=cpu: torch has no flex attention backward on CPU, so the actor cannot train; use sdpa or eager"),
               (cfg.model.fp32_logits or cfg.model.dtype != 'float32',
-               "model.fp32_logits=false does nothing with model.dtype='float32': its logits are fp32 already; drop the key")]
+               "model.fp32_logits=false does nothing with model.dtype='float32': its logits are fp32 already; drop the key"),
+              (cfg.model.fp32_residual or cfg.model.dtype != 'float32',
+               "model.fp32_residual=false does nothing with model.dtype='float32': its residual stream is fp32 already; drop the key")]
     for ok, msg in checks + world_checks(cfg):
         if not ok: raise ConfigError(msg)
     if r.engine != 'hf' and r.hf_fast_decode != 'auto':

@@ -116,7 +116,7 @@ def shard_actor(model, cfg, adapter)->bool:
 def load_teacher(path:str, mcfg, device, log):
     "The frozen distillation teacher at `path` ('' = no distillation)."
     if not path: return None
-    teacher = load_model(resolve_model_path(path, mcfg.warm_start_steps), mcfg.dtype, device, mcfg.attn_implementation, mcfg.fp32_logits).eval().requires_grad_(False)
+    teacher = load_model(resolve_model_path(path, mcfg.warm_start_steps), mcfg.dtype, device, mcfg.attn_implementation, mcfg.fp32_logits, mcfg.fp32_residual).eval().requires_grad_(False)
     log(f"distillation teacher: {path}")
     return teacher
 
@@ -125,7 +125,7 @@ class ActorWorker:
     "This rank's policy: built through its adapter, sharded as configured, trained by an `Actor`; exports its weights and checkpoints."
     def __init__(self, cfg, model_path:Path, tok, adapter, total_steps:int, log=print):
         self.device, self.tok, self.adapter = torch_device(cfg.hardware.device), tok, adapter
-        self.model = configure_trainable(load_model(model_path, cfg.model.dtype, self.device, cfg.model.attn_implementation, cfg.model.fp32_logits), cfg.model)
+        self.model = configure_trainable(load_model(model_path, cfg.model.dtype, self.device, cfg.model.attn_implementation, cfg.model.fp32_logits, cfg.model.fp32_residual), cfg.model)
         self.own_group = shard_actor(self.model, cfg, adapter)
         teacher = load_teacher(cfg.algorithm.opd_teacher, cfg.model, self.device, log)
         self.actor = Actor(self.model, cfg.actor, cfg.algorithm, adapter, teacher, temperature=cfg.rollout.temperature, total_steps=total_steps)
