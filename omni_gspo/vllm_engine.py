@@ -4,7 +4,7 @@
 
 # %% ../nbs/06a_vllm.ipynb #0a4b0285
 from __future__ import annotations
-import json, math, os, re, shutil, tempfile, time
+import json, math, os, re, shutil, tempfile, time, uuid
 from pathlib import Path
 import numpy as np
 import torch
@@ -16,10 +16,10 @@ from .model import adapter_of, export_weights
 from .platform import release_cached_memory, world_size
 
 # %% auto #0
-__all__ = ['MEDIA_PADS', 'THINKER_ARCH', 'EXPERT_KEY', 'OMNI_THINKER_PIPELINE', 'VISIBLE_DEVICE_VARS', 'media_pad_ids',
-           'dedup_pads', 'prompt_media', 'build_request', 'export_for_vllm', 'tiny_causal_lm_config',
-           'write_cpu_moe_experts', 'load_weights_on_worker', 'VLLMEngine', 'vllm_settings', 'sync_ok',
-           'visible_devices', 'omni_deploy_config', 'write_deploy_config', 'omni_engine_args', 'VLLMOmniEngine']
+__all__ = ['MEDIA_PADS', 'THINKER_ARCH', 'EXPERT_KEY', 'OMNI_PIPELINE', 'media_pad_ids', 'dedup_pads', 'prompt_media',
+           'build_request', 'export_for_vllm', 'tiny_causal_lm_config', 'write_cpu_moe_experts',
+           'load_weights_on_worker', 'VLLMEngine', 'vllm_settings', 'sync_ok', 'omni_deploy_config',
+           'write_deploy_config', 'omni_engine_args', 'load_shared_weights_on_worker', 'VLLMOmniEngine']
 
 # %% ../nbs/06a_vllm.ipynb #02106c37
 MEDIA_PADS = {'image': '<|image_pad|>', 'video': '<|video_pad|>', 'audio': '<|audio_pad|>'}
@@ -278,9 +278,11 @@ class VLLMEngine:
 
     def close(self):
         "Shut the engine down and remove its temporary work folder."
-        self.llm.llm_engine.engine_core.shutdown()
+        self._shutdown()
         del self.llm
         if self._own_workdir: shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _shutdown(self): self.llm.llm_engine.engine_core.shutdown()
 
 # %% ../nbs/06a_vllm.ipynb #bf981e26
 def vllm_settings(vcfg, # the `rollout.vllm` config section
@@ -303,24 +305,13 @@ def sync_ok(parity:dict, # from `omni_gspo.rollout.rollout_parity`
     return parity['training/rollout_actor_probs_pearson_corr'] >= min_pearson
 
 # %% ../nbs/06a_vllm.ipynb #904ceca9
-OMNI_THINKER_PIPELINE = 'qwen3_omni_moe_thinker_only'   # vllm-omni's QWEN3_OMNI_THINKER_ONLY_PIPELINE.model_type
-VISIBLE_DEVICE_VARS = ('CUDA_VISIBLE_DEVICES', 'ASCEND_RT_VISIBLE_DEVICES')
+OMNI_PIPELINE = 'qwen3_omni_moe'   # vLLM-Omni 0.26's registry key; with enable_audio_output=False it resolves to the thinker-only pipeline
 
-def visible_devices(env=None)->str:
-    "The accelerator ids this process sees (`CUDA_VISIBLE_DEVICES`, else `ASCEND_RT_VISIBLE_DEVICES`)."
-    env = os.environ if env is None else env
-    for k in VISIBLE_DEVICE_VARS:
-        if env.get(k, '').strip(): return env[k]
-    raise RuntimeError(f"none of {', '.join(VISIBLE_DEVICE_VARS)} is set: cannot place the vLLM-Omni replica on its devices")
-
-def omni_deploy_config(devices:str, # the replica's visible devices, e.g. '4,5'
+def omni_deploy_config(first_device:int=0, # logical id of the replica's first device (the actor's), within CUDA_VISIBLE_DEVICES
                        tensor_parallel_size:int=1)->dict:
-    "vLLM-Omni deploy config of one rollout replica: the thinker-only AR stage on the replica's logical devices."
-    ids = [d for d in devices.split(',') if d.strip()]
-    if not ids or len(ids) % tensor_parallel_size:
-        raise ValueError(f"tensor_parallel_size={tensor_parallel_size} does not divide the replica's {len(ids)} visible device(s) {devices!r}")
-    return {'pipeline': OMNI_THINKER_PIPELINE,
-            'stages': [{'stage_id': 0, 'devices': ','.join(str(i) for i in range(len(ids))),
+    "vLLM-Omni deploy config of one rollout replica: Qwen3-Omni's thinker-only AR stage, as the thinker class, on `tensor_parallel_size` devices from `first_device`."
+    return {'pipeline': OMNI_PIPELINE, 'async_chunk': False,
+            'stages': [{'stage_id': 0, 'devices': ','.join(str(first_device + i) for i in range(tensor_parallel_size)),
                         'tensor_parallel_size': tensor_parallel_size, 'engine_extras': {'model_arch': THINKER_ARCH}}]}
 
 def write_deploy_config(cfg:dict, folder:str|Path)->Path:
@@ -334,26 +325,79 @@ def omni_engine_args(folder:str|Path, # the exported policy
                      deploy:str|Path, # from `write_deploy_config`
                      kw:dict, # the engine's vLLM arguments
                     )->dict:
-    "Arguments of `vllm_omni`'s `Omni` for the thinker-only AR rollout."
-    drop = {'limit_mm_per_prompt', 'tensor_parallel_size'}   # per stage (deploy config) in vLLM-Omni
-    return {k: v for k, v in kw.items() if k not in drop} | {
-        'model': str(folder), 'deploy_config': str(deploy), 'hf_overrides': {'enable_audio_output': False} | kw.get('hf_overrides', {}),
+    "Arguments of `vllm_omni`'s `Omni`: the engine's vLLM arguments as every stage's overrides (dtype by name: they live in an OmegaConf config), prefix caching off."
+    return {k: v for k, v in kw.items() if k != 'tensor_parallel_size'} | {   # the deploy config places the stage
+        'model': str(folder), 'deploy_config': str(deploy), 'dtype': str(kw['dtype']).removeprefix('torch.'),
+        'hf_overrides': {'enable_audio_output': False} | kw.get('hf_overrides', {}),
         'logprobs_mode': 'processed_logprobs', 'enable_prefix_caching': False}
 
+def load_shared_weights_on_worker(worker, payload:bytes, # `ForkingPickler.dumps` of [(checkpoint name, CUDA tensor), ...]: IPC handles
+                                  prefix:str, moe_expert_fix:bool):
+    "Runs in a vLLM-Omni stage's worker process: map the sender's tensors (no copy) and load them as `load_weights_on_worker` does."
+    import pickle
+    load_weights_on_worker(worker, pickle.loads(payload), prefix, moe_expert_fix)
+
 class VLLMOmniEngine(VLLMEngine):
-    "`VLLMEngine` on vLLM-Omni's thinker-only AR stage (CUDA/NPU only; vLLM-Omni has no CPU platform)."
+    "`VLLMEngine` on vLLM-Omni's thinker-only AR stage, which runs in its own process (CUDA only: vLLM-Omni has no CPU platform)."
     mm_processor_kwargs = {'use_audio_in_video': False}
 
     def _make_llm(self, folder, kw):
         if self.lora_sync != 'merge': raise ValueError("VLLMOmniEngine syncs merged weights only (lora_sync='merge')")
         from vllm_omni.entrypoints.omni import Omni
-        deploy = write_deploy_config(omni_deploy_config(visible_devices(), kw.get('tensor_parallel_size', 1)), self.workdir)
+        deploy = write_deploy_config(omni_deploy_config(self.device.index or 0, kw.get('tensor_parallel_size', 1)), self.workdir)
         return Omni(**omni_engine_args(folder, deploy, kw))
 
+    def _rpc(self, method, *args)->list:
+        "Run `method` (a worker method's name, or a function of the worker, sent by cloudpickle) on the stage's workers; raise the failure vLLM-Omni returns as a result."
+        import cloudpickle
+        out = self.llm.engine.collective_rpc(method=method if isinstance(method, str) else cloudpickle.dumps(method), args=args, stage_ids=[0])
+        err = [r['error'] for r in out if isinstance(r, dict) and 'error' in r]
+        if err: raise RuntimeError(f"vLLM-Omni stage 0, {getattr(method, '__name__', method)}: {err[0]}")
+        return out
+
+    def _push(self, weights):
+        "Send `weights` to the stage's worker as CUDA IPC handles; they stay alive here until it has loaded them."
+        from multiprocessing.reduction import ForkingPickler
+        import torch.multiprocessing   # registers torch's tensor reductions (CUDA: IPC handles)
+        held = [(k, v.detach().to(self.device)) for k, v in weights]
+        self._rpc(load_shared_weights_on_worker, bytes(ForkingPickler.dumps(held)), self.prefix, self.moe_expert_fix)
+        del held
+        if self.device.type == 'cuda': torch.cuda.ipc_collect()   # free the blocks of temporaries (merged LoRA weights) the worker has let go of
+
+    def _reset_caches(self):
+        "Nothing to reset: prefix caching is off, and every call's media have fresh cache keys (`_requests`)."
+
+    def sleep(self):
+        "Release the stage's memory for training (its worker's sleep level 1: weights to host memory, KV cache dropped)."
+        self._rpc('sleep', 1)
+        self.asleep = {'weights', 'kv_cache'}
+
+    def wake(self, tags=('weights', 'kv_cache')):
+        "Wake `tags` on the stage's worker (torch's cached blocks handed back first)."
+        release_cached_memory(self.device)
+        self._rpc('wake_up', list(tags))
+        self.asleep -= set(tags)
+
+    def _shutdown(self): self.llm.close()
+
     def _requests(self, prompts, media):
-        return [build_request(p, m, self.pad_ids, i, self.mm_processor_kwargs) for i, (p, m) in enumerate(zip(prompts, media))]
+        "Requests with the processor arguments; each prompt's media under fresh `multi_modal_uuids`, so no encoder output of older weights is reused."
+        reqs = [build_request(p, m, self.pad_ids, i, self.mm_processor_kwargs) for i, (p, m) in enumerate(zip(prompts, media))]
+        for r in reqs:
+            if 'multi_modal_data' in r: r['multi_modal_uuids'] = {k: [uuid.uuid4().hex for _ in v] for k, v in r['multi_modal_data'].items()}
+        return reqs
 
     def _generate(self, requests, params, on_finish=None):
-        outs = [o.request_output for o in self.llm.generate(requests, [params[0]], use_tqdm=False)]   # one stage: one SamplingParams
-        for i, o in enumerate(outs if on_finish else []): on_finish(i, [list(c.token_ids) for c in sorted(o.outputs, key=lambda c: c.index)])
+        "One `Omni.generate` call: each prompt `n` times with `n=1` (vLLM-Omni does not fan out `n`), unseeded (one `SamplingParams` serves every request: one seed would make the copies identical); outputs back in prompt order, samples regrouped."
+        n = params[0].n
+        sp = params[0].clone(); sp.n, sp.seed = 1, None
+        copies = [dict(r) for r in requests for _ in range(n)]   # Omni writes a request id into each prompt dict
+        done = {int(o.request_id.split('_', 1)[0]): o.request_output for o in self.llm.generate(copies, [sp], use_tqdm=False)}   # '<index>_<uuid>'
+        outs = []
+        for i in range(len(requests)):
+            o = done[i * n]
+            o.outputs = [c for k in range(n) for c in done[i * n + k].outputs]
+            for k, c in enumerate(o.outputs): c.index = k
+            outs.append(o)
+            if on_finish: on_finish(i, [list(c.token_ids) for c in o.outputs])
         return outs
