@@ -167,7 +167,7 @@ def colocation(engine, model)->dict:
     wake_w_s, _ = clock(lambda: engine.wake(['weights']))
     step_sync_s, _ = clock(lambda: engine.sync_weights(model))
     wake_kv_s, _ = clock(lambda: engine.wake(['kv_cache']))
-    synced = sum(v.numel() * v.element_size() for _, v in export_weights(model))
+    synced = sum(v.numel() * v.element_size() for _, v in export_weights(model, changed_only=True))   # what sync_weights sends after the first push
     return {'weight_sync_s': [round(s, 2) for s in syncs], 'weight_sync_after_wake_s': round(step_sync_s, 2),
             'synced_gib': gib(synced),
             'used_before_sleep_gib': gib(before), 'used_after_sleep_gib': gib(after), 'sleep_returned_gib': gib(before - after),

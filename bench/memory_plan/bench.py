@@ -12,7 +12,7 @@ hand-built rollout of `--rows` sequences of `--prompt` + `--response` random tok
 runs `--iters` iterations; the first is a warm-up. Prints one JSON line per budget (and appends it to `--out`).
 """
 from __future__ import annotations
-import argparse, json, math, sys, time
+import argparse, json, math, sys, threading, time
 from pathlib import Path
 import torch
 
@@ -82,6 +82,20 @@ def clock(fn, dev):
     out = fn()
     sync(dev); return out, time.perf_counter() - t
 
+class DevicePeak:
+    "Largest GPU memory in use (total - free: every allocator of the process, vLLM's sleep-mode pool too) seen by a thread polling every `dt` s; 0 on CPU."
+    def __init__(self, dt:float=0.005): self.dt, self.peak, self._stop = dt, 0, threading.Event()
+    def _poll(self):
+        while not self._stop.is_set():
+            free, total = torch.cuda.mem_get_info(); self.peak = max(self.peak, total - free); time.sleep(self.dt)
+    def __enter__(self):
+        self._thread = threading.Thread(target=self._poll, daemon=True) if torch.cuda.is_available() else None
+        if self._thread: self._thread.start()
+        return self
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._thread: self._thread.join()
+
 def timed(fn, dev, store:list):
     "`fn` with the seconds of each call (`clock`) appended to `store`."
     def run(*args, **kw):
@@ -122,9 +136,10 @@ def gspo_step(actor, worker, prompt, a, dev)->dict:
     _, release_s = clock(worker.release, dev)
     adv, _ = group_advantages(torch.rand(len(ro.group_ids)), ro.group_ids.cpu())
     it = iteration(actor, ro, adv.float().to(dev), dev)
-    _, sync_s = clock(lambda: worker.update_weights(actor.model), dev)
+    m, sync_s = clock(lambda: worker.update_weights(actor.model), dev)
     parity = rollout_parity(ro.logprobs, it.pop('old_logp'), ro.response_mask)['training/rollout_actor_probs_pearson_corr']
-    return it | {'generate': generate_s, 'release': release_s, 'sync': sync_s, 'generated_tokens': int(ro.response_mask.sum()), 'probs_pearson': parity}
+    return it | {'generate': generate_s, 'release': release_s, 'sync': sync_s, 'weight_sync': m.get('timing_s/weight_sync', 0.0),
+                 'generated_tokens': int(ro.response_mask.sum()), 'probs_pearson': parity}
 
 def iteration(actor, ro, adv, dev)->dict:
     "Old log-probs then one update; seconds of each part, the update's forward+backward and its optimizer part."
@@ -169,14 +184,15 @@ def main():
     for impl, budget in [(i, b) for i in a.experts for b in a.budgets]:
         model.get_base_model().config.text_config._experts_implementation = impl
         actor.token_budget = budget
-        its, peaks = [], []
+        its, peaks, device_peaks = [], [], []
         for _ in range(a.iters):
             if dev.type == 'cuda': torch.cuda.reset_peak_memory_stats()
-            its.append(gspo_step(actor, worker, prompt, a, dev) if a.gspo_step else iteration(actor, ro, adv, dev))
-            peaks.append(torch.cuda.max_memory_allocated() if dev.type == 'cuda' else 0)
-            print('iteration', len(its), {k: round(v, 3) for k, v in its[-1].items() if isinstance(v, float)}, f'peak {gib(peaks[-1])} GiB', flush=True)
+            with DevicePeak() as dp: its.append(gspo_step(actor, worker, prompt, a, dev) if a.gspo_step else iteration(actor, ro, adv, dev))
+            peaks.append(torch.cuda.max_memory_allocated() if dev.type == 'cuda' else 0); device_peaks.append(dp.peak)
+            print('iteration', len(its), {k: round(v, 3) for k, v in its[-1].items() if isinstance(v, float)},
+                  f'peak {gib(peaks[-1])} GiB (torch), {gib(device_peaks[-1])} GiB (device)', flush=True)
         steady = its[1:] or its
-        parts = ('generate', 'release', 'sync') * a.gspo_step + ('old_logprobs', 'update', 'update_fwd_bwd', 'update_optimizer')
+        parts = ('generate', 'release', 'sync', 'weight_sync') * a.gspo_step + ('old_logprobs', 'update', 'update_fwd_bwd', 'update_optimizer')
         mean = {k: sum(i[k] for i in steady) / len(steady) for k in parts}
         r = {'bench': 'memory_plan', 'device': torch.cuda.get_device_name() if dev.type == 'cuda' else 'cpu',
              'model': 'Qwen3-Omni-30B-A3B thinker (random bf16)' if not a.cpu else 'tiny thinker (CPU check)',
@@ -186,6 +202,7 @@ def main():
              'tokens_per_iteration': tokens, 'tokens_per_microbatch': budget, 'micro_batches': steady[-1]['micro_batches'],
              'experts_implementation': model.get_base_model().config.text_config._experts_implementation,
              'build_s': round(build_s, 1), 'weights_gib': gib(base_alloc), 'peak_gib': gib(max(peaks)), 'peak_gib_per_iter': [gib(p) for p in peaks],
+             'device_peak_gib': gib(max(device_peaks)),   # with a vLLM engine in the process the torch figure also counts its sleep-mode pool: use this one
              'step_breakdown_s': {k: round(v, 3) for k, v in mean.items()},
              'iter_s': [round(sum(i.get(k, 0) for k in ('generate', 'release', 'old_logprobs', 'update', 'sync')), 2) for i in its],
              **({'gspo_step': True, 'engine': a.engine, **engine_info, 'generated_tok_per_s': round(its[-1]['generated_tokens'] / mean['generate']),

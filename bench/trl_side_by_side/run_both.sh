@@ -6,13 +6,13 @@
 #   bash bench/trl_side_by_side/run_both.sh
 # Every piece runs under `timeout`, clamped to what is left of BUDGET seconds (default 530: the call's limit is 600), so a
 # hang costs one piece and the others' JSONs still come back. Knobs (environment): MODES ("full lora"), ENGINE (hf|vllm),
-# OURS_STEPS / OURS_WARMUP (3 / 1: see ours.py), TRL_STEPS (10), TINY=1 (both scripts' --tiny, for a CPU rehearsal),
+# OURS_STEPS / OURS_WARMUP (3 / 1: see ours.py), OURS_OVERRIDES (more key=value config overrides for ours.py), TRL_STEPS (10), TINY=1 (both scripts' --tiny, for a CPU rehearsal),
 # PYSITE (a folder where the wheels are already installed: skip the install).
 set -uo pipefail
 R=$(cd "$(dirname "$0")/../.." && pwd); H=$R/bench/trl_side_by_side; C=$H/.carry
 OUT=${OUT:-/tmp/trl_side_by_side_out}; WORK=${WORK:-/tmp/trl_side_by_side}; BUDGET=${BUDGET:-530}; T0=$(date +%s)
 MODES=${MODES:-full lora}; ENGINE=${ENGINE:-hf}; TRL_STEPS=${TRL_STEPS:-10}; TINY=${TINY:-}
-OURS_STEPS=${OURS_STEPS:-3}; OURS_WARMUP=${OURS_WARMUP:-1}
+OURS_STEPS=${OURS_STEPS:-3}; OURS_WARMUP=${OURS_WARMUP:-1}; OURS_OVERRIDES=${OURS_OVERRIDES:-}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1   # the GPU machine's rule: multicast off
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 mkdir -p "$OUT" "$WORK"
@@ -22,7 +22,7 @@ if [[ -z ${PYSITE:-} ]]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --disable-pip-version-check \
     --target $PYSITE "$C"/wheels/*.whl 2>&1 | grep -v "Running pip as" || true
 fi
-export PYTHONPATH=$PYSITE:$R
+export PYTHONPATH=$PYSITE:$R${PYTHONPATH:+:$PYTHONPATH}   # keeps what env.sh put there (vLLM's site with ENGINE=vllm)
 python3 -c "import torch, trl, datasets, omni_gspo.trainer; print('imports ok: trl', trl.__version__, 'torch', torch.__version__, torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu')" || exit 3
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader 2>/dev/null || true
 
@@ -40,7 +40,7 @@ for m in $MODES; do
   lora=; [[ $m == lora ]] && lora=--lora
   piece trl_$m 170 python3 "$C/bench_trl.py" --steps "$TRL_STEPS" $lora $tiny --json-out "$OUT/trl_$m.json"
   piece ours_$m 240 python3 "$H/ours.py" $lora $tiny --engine "$ENGINE" --steps "$OURS_STEPS" --warmup "$OURS_WARMUP" \
-    --trl-dir "$C" --work "$WORK" --json-out "$OUT/ours_$m.json"
+    --trl-dir "$C" --work "$WORK" --json-out "$OUT/ours_$m.json" $OURS_OVERRIDES
 done
 
 python3 - "$OUT" <<'PY'
