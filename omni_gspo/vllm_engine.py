@@ -213,15 +213,18 @@ class VLLMEngine:
 
     def sleep(self):
         "Release the engine's memory for training (vLLM sleep level 1: weights to host memory, KV cache dropped)."
-        self.llm.sleep(level=1)
+        self._sleep_engine()
         self.asleep = {'weights', 'kv_cache'}
 
     def wake(self, tags=('weights', 'kv_cache')):
         "Wake `tags` (torch's cached blocks handed back first); once everything is awake the prefix, encoder and media caches are reset."
         release_cached_memory(self.device)   # vLLM maps its memory itself: what torch keeps cached after the update is not free to it
-        self.llm.wake_up(tags=list(tags))
+        self._wake_engine(list(tags))
         self.asleep -= set(tags)
         if not self.asleep: self._reset_caches()
+
+    def _sleep_engine(self): self.llm.sleep(level=1)
+    def _wake_engine(self, tags:list[str]): self.llm.wake_up(tags=tags)
 
     def _sampling(self, n, greedy, seed):
         from vllm import SamplingParams
@@ -367,16 +370,8 @@ class VLLMOmniEngine(VLLMEngine):
     def _reset_caches(self):
         "Nothing to reset: prefix caching is off, and every call's media have fresh cache keys (`_requests`)."
 
-    def sleep(self):
-        "Release the stage's memory for training (its worker's sleep level 1: weights to host memory, KV cache dropped)."
-        self._rpc('sleep', 1)
-        self.asleep = {'weights', 'kv_cache'}
-
-    def wake(self, tags=('weights', 'kv_cache')):
-        "Wake `tags` on the stage's worker (torch's cached blocks handed back first)."
-        release_cached_memory(self.device)
-        self._rpc('wake_up', list(tags))
-        self.asleep -= set(tags)
+    def _sleep_engine(self): self._rpc('sleep', 1)              # the stage worker's own sleep (level 1) and wake-up
+    def _wake_engine(self, tags:list[str]): self._rpc('wake_up', tags)
 
     def _shutdown(self): self.llm.close()
 
