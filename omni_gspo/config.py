@@ -93,7 +93,7 @@ class VLLMConfig(Section):
     cuda_graphs: str = choice('auto', 'on', 'off')  # auto: CUDA graphs on a GPU (fast decode), eager on CPU
     gpu_memory_utilization: float = 0.5  # GPU only: the share of GPU memory vLLM takes (weights + KV cache); the actor needs the rest
     max_num_seqs: int = 256          # sequences decoded together
-    max_num_batched_tokens: int = 0  # tokens per scheduler step; 0 = vLLM's default (on CPU 65536: seeded requests must not be split)
+    max_num_batched_tokens: int = 0  # tokens per scheduler step; 0 = vLLM's default
     moe_expert_path: str = choice('auto', 'direct', 'vllm')  # MoE expert sync: written directly (auto: on CPU, for thinkers) or by vLLM's loader
     lora_sync: str = choice('merge', 'adapter')  # merge: full weights with LoRA merged each step; adapter: a new LoRARequest each step
 

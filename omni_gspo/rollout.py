@@ -12,6 +12,7 @@ from .config import ConfigError
 from .data import Prompt
 from .media import collate_mm
 from .model import module_mode, base_model
+from .platform import seeded_rng
 from fastcore.basics import patch
 from torch.distributed.tensor import DTensor
 from transformers import CompileConfig, GenerationConfig, LogitsProcessor, LogitsProcessorList, StaticCache
@@ -110,11 +111,10 @@ class HFEngine:
     def generate(self, prompts:list[Prompt], # token ids and, for images/audio, the processor's features
                  n:int=1, # samples per prompt
                  greedy:bool=False, # argmax decoding (validation)
-                 seed:int|None=None,
+                 seed:int|None=None, # seeds the whole call (`seeded_rng`): the same prompts with the same seed give the same samples
                  on_finish=None, # on_finish(i, responses): prompt i's n response token lists, as soon as they are done
                 )->Rollout:
         "Sample `n` responses for each prompt."
-        if seed is not None: torch.manual_seed(seed)
         expanded = [p.ids for p in prompts for _ in range(n)]
         mm = [p.mm for p in prompts for _ in range(n)]
         dev = next(self.model.parameters()).device
@@ -127,7 +127,7 @@ class HFEngine:
         gc = GenerationConfig(do_sample=not greedy, repetition_penalty=1.0, max_new_tokens=self.max_new_tokens, compile_config=compiled,
                               eos_token_id=self.tok.eos_token_id, pad_token_id=self.tok.pad_token_id, **sampling)
         feats = {k: v.to(dev) for k, v in collate_mm(mm).items()} if mm else {}
-        with module_mode(self.model, False), decode_attention(self.model) if fast else nullcontext():
+        with seeded_rng(seed, dev), module_mode(self.model, False), decode_attention(self.model) if fast else nullcontext():
             out = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=gc, **loop, **feats,
                                       logits_processor=LogitsProcessorList(self._processors(greedy) + [rec]))
         resp = out[:, ids.shape[1]:]

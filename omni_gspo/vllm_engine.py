@@ -13,7 +13,7 @@ from .media import SAMPLE_RATE
 from .rollout import Rollout, left_pad
 from .config import ConfigError, atomic_dir
 from .model import adapter_of, export_weights
-from .platform import release_cached_memory, world_size
+from .platform import release_cached_memory, seeded_rng, world_size
 
 # %% auto #0
 __all__ = ['MEDIA_PADS', 'THINKER_ARCH', 'EXPERT_KEY', 'OMNI_PIPELINE', 'media_pad_ids', 'dedup_pads', 'prompt_media',
@@ -160,8 +160,6 @@ class VLLMEngine:
                   enable_sleep_mode=current_platform.is_sleep_mode_available())
         if fp32_logits and str(kw['dtype']).removeprefix('torch.') != 'float32': kw['hf_overrides'] = {'head_dtype': 'float32'}
         if adapter.vllm_mm_limits: kw['limit_mm_per_prompt'] = dict(adapter.vllm_mm_limits)
-        # seeded requests must not be split by chunked prefill on CPU ("CPU Generator does not use offset")
-        if current_platform.is_cpu(): kw['max_num_batched_tokens'] = 1 << 16   # overridable through llm_kwargs
         if lora_sync == 'adapter':
             kw.update(enable_lora=True, max_loras=1, max_lora_rank=max(c.r for c in model.peft_config.values()))
         self.llm = self._make_llm(folder, kw | llm_kwargs)
@@ -226,11 +224,11 @@ class VLLMEngine:
     def _sleep_engine(self): self.llm.sleep(level=1)
     def _wake_engine(self, tags:list[str]): self.llm.wake_up(tags=tags)
 
-    def _sampling(self, n, greedy, seed):
+    def _sampling(self, n, greedy):
         from vllm import SamplingParams
         return SamplingParams(n=n, temperature=0.0 if greedy else self.temperature, top_p=1.0 if greedy else self.top_p,
                               top_k=-1 if greedy or self.top_k <= 0 else self.top_k, max_tokens=self.max_new_tokens,
-                              logprobs=0, seed=seed, stop_token_ids=[self.tok.eos_token_id], repetition_penalty=1.0,
+                              logprobs=0, stop_token_ids=[self.tok.eos_token_id], repetition_penalty=1.0,
                               logit_bias=self.logit_bias, detokenize=False)
 
     def _requests(self, prompts, media):
@@ -255,9 +253,9 @@ class VLLMEngine:
         media = [prompt_media(p.example) for p in prompts]
         if any(m and not p.mm for m, p in zip(media, prompts)):
             raise ValueError("multimodal prompts need their processor features (`Prompt.mm`) too: the actor recomputes with them")
-        params = [self._sampling(n, greedy, None if seed is None else seed + i * n) for i in range(len(prompts))]
+        params = [self._sampling(n, greedy) for _ in prompts]
         ids = [p.ids for p in prompts]
-        outs = self._generate(self._requests(ids, media), params, on_finish)
+        with seeded_rng(seed, self.device): outs = self._generate(self._requests(ids, media), params, on_finish)
         return self._rollout(ids, outs, n, [p.mm for p in prompts for _ in range(n)])
 
     def _rollout(self, prompts, outs, n, mm)->Rollout:
@@ -383,9 +381,9 @@ class VLLMOmniEngine(VLLMEngine):
         return reqs
 
     def _generate(self, requests, params, on_finish=None):
-        "One `Omni.generate` call: each prompt `n` times with `n=1` (vLLM-Omni does not fan out `n`), unseeded (one `SamplingParams` serves every request: one seed would make the copies identical); outputs back in prompt order, samples regrouped."
+        "One `Omni.generate` call: each prompt `n` times with `n=1` (vLLM-Omni does not fan out `n`), unseeded (the call's seed reaches this process's generators, not the stage's); outputs back in prompt order, samples regrouped."
         n = params[0].n
-        sp = params[0].clone(); sp.n, sp.seed = 1, None
+        sp = params[0].clone(); sp.n = 1
         copies = [dict(r) for r in requests for _ in range(n)]   # Omni writes a request id into each prompt dict
         done = {int(o.request_id.split('_', 1)[0]): o.request_output for o in self.llm.generate(copies, [sp], use_tqdm=False)}   # '<index>_<uuid>'
         outs = []

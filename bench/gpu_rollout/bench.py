@@ -17,7 +17,7 @@ Every batch is B distinct prompts of `--prompt` random token ids, one sample eac
 Prints one JSON line per engine × batch (and appends them to `--out`).
 """
 from __future__ import annotations
-import argparse, json, math, os, sys, tempfile, time
+import argparse, itertools, json, math, os, sys, tempfile, time
 from pathlib import Path
 import torch
 
@@ -37,6 +37,9 @@ def args():
     ap.add_argument('--hf-gen', type=int, default=32, help='new tokens for plain transformers generate (ours only; 0: skip)')
     ap.add_argument('--inprocess', action='store_true', help='raw: engine core in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0, as ours runs)')
     ap.add_argument('--logprobs', action='store_true', help='raw: also time each batch asking for the sampled-token log-prob (as ours does)')
+    ap.add_argument('--seeded', action='store_true', help='also time each batch with a seed per request (vLLM then fills each row\'s noise one row at a time; '
+                    'raw: with log-probs; ours: as the engine did before it seeded the whole call); the variants alternate call by call')
+    ap.add_argument('--no-colocation', action='store_true', help='ours: skip the sync / sleep / wake timings')
     ap.add_argument('--max-num-seqs', type=int, default=None, help="raw: vLLM's max_num_seqs (default: vLLM's own, 1024 on an H200)")
     ap.add_argument('--reserve-gib', type=float, default=1.5, help='ours: GPU memory left outside vLLM beside the resident actor')
     ap.add_argument('--out', default='')
@@ -72,21 +75,21 @@ def run_config(a, util:float|None=None):
     if util: ov['rollout.vllm.gpu_memory_utilization'] = util
     return build_config('gsm8k', ov)
 
-def timed_batches(a, run, base:dict, engine:str, gen_len:int, calls_before:int=0)->list[dict]:
-    "Run `run(ids)` (→ generated token count) `a.repeats` times on each batch size after a warm-up `run(ids, warm_up=True)`; one result per call."
-    run(prompt_ids(8, a.prompt, seed=99), warm_up=True)
+def timed_batches(a, variants:dict, base:dict, engine:str, gen_len:int)->list[dict]:
+    "Each variant's `run(ids)` (→ generated token count) `a.repeats` times on each batch size, the variants alternating call by call, after a warm-up `run(ids, warm_up=True)` each; one result per call."
+    for run in variants.values(): run(prompt_ids(8, a.prompt, seed=99), warm_up=True)
     out = []
-    for B, k in [(B, k) for B in a.batches for k in range(1, a.repeats + 1)]:
+    for B, k, (name, run) in [(B, k, v) for B in a.batches for k in range(1, a.repeats + 1) for v in variants.items()]:
         ids = prompt_ids(B, a.prompt, seed=B + 7919 * (k - 1))
         if torch.cuda.is_available(): torch.cuda.reset_peak_memory_stats()
         sync(); t = time.perf_counter()
         n = run(ids)
         sync(); dt = time.perf_counter() - t
-        out.append(base | {'engine': engine, 'model': MODEL if not a.cpu else 'tiny thinker (CPU check)', 'batch': B,
+        out.append(base | {'engine': engine, 'variant': name, 'model': MODEL if not a.cpu else 'tiny thinker (CPU check)', 'batch': B,
                            'prompt_len': a.prompt, 'gen_len': gen_len, 'generated_tokens': n, 'seconds': round(dt, 2),
                            'gen_tokens_per_s': round(n / dt), 'with_prompt_tokens_per_s': round((n + B * a.prompt) / dt),
                            'peak_gib': gib(used()), 'torch_max_allocated_gib': gib(torch.cuda.max_memory_allocated()) if torch.cuda.is_available() else 0,
-                           'timed_call_at_this_batch': calls_before + k})
+                           'timed_call_at_this_batch': k})
     return out
 
 def bench_raw(a):
@@ -109,12 +112,17 @@ def bench_raw(a):
     base = {'startup_s': round(start_s, 1), 'gpu_memory_utilization': kw.get('gpu_memory_utilization'), 'kv_cache_tokens': kv_tokens(llm),
             'cuda_graphs': not kw['enforce_eager'], 'language_model_only': True, 'max_num_seqs': llm.llm_engine.vllm_config.scheduler_config.max_num_seqs,
             'vllm_multiprocessing': os.environ.get('VLLM_ENABLE_V1_MULTIPROCESSING', '1') != '0'}
-    for i, logprobs in enumerate([False, True][:1 + a.logprobs]):
-        sp = SamplingParams(temperature=1.0, top_p=1.0, max_tokens=a.gen, ignore_eos=True, detokenize=False, logprobs=0 if logprobs else None)
+    def runner(logprobs:bool, seeded:bool):
         def run(ids, warm_up=False):
-            outs = llm.generate([{'prompt_token_ids': p} for p in ids], sp, use_tqdm=False)
+            sps = [SamplingParams(temperature=1.0, top_p=1.0, max_tokens=a.gen, ignore_eos=True, detokenize=False,
+                                  logprobs=0 if logprobs else None, seed=i if seeded else None) for i in range(len(ids))]
+            outs = llm.generate([{'prompt_token_ids': p} for p in ids], sps, use_tqdm=False)
             return sum(len(o.outputs[0].token_ids) for o in outs)
-        for r in timed_batches(a, run, base | {'sampled_logprobs': logprobs}, 'vllm_raw', a.gen, i * a.repeats): emit(a, r)
+        return run
+    variants = {'plain': runner(False, False)}
+    if a.logprobs: variants['logprobs'] = runner(True, False)
+    if a.seeded: variants['logprobs+seed per request'] = runner(True, True)
+    for r in timed_batches(a, variants, base, 'vllm_raw', a.gen): emit(a, r)
 
 def kv_tokens(llm):
     "KV cache capacity in tokens, where the front end can see it (in-process engine core)."
@@ -141,19 +149,47 @@ def bench_ours(a):
     start_s = time.perf_counter() - t
     ex = Example([{'role': 'user', 'content': ''}], '', 'bench', 0)
     gen_len = engine.max_new_tokens
-    def run(ids, warm_up=False):
-        engine.max_new_tokens = 16 if warm_up else gen_len
-        ro = engine.generate([Prompt(ex, p) for p in ids], n=1)
-        return int(ro.response_mask.sum())
-    base = {'startup_s': round(start_s, 1), 'actor_build_s': round(build_s, 1), 'actor_resident_gib': actor_gib,
+    def runner(seeded:bool):
+        def run(ids, warm_up=False):
+            engine.max_new_tokens = 16 if warm_up else gen_len
+            if seeded: engine._sampling = per_request_seed(engine._sampling)
+            try: ro = engine.generate([Prompt(ex, p) for p in ids], n=1, seed=1)
+            finally: engine.__dict__.pop('_sampling', None)
+            return int(ro.response_mask.sum())
+        return run
+    base = {'experts_loaded': experts_loaded(engine, model), 'startup_s': round(start_s, 1), 'actor_build_s': round(build_s, 1), 'actor_resident_gib': actor_gib,
             'gpu_memory_utilization': util, 'kv_cache_tokens': kv_tokens(engine.llm), 'cuda_graphs': cfg.rollout.vllm.cuda_graphs,
             'colocated_with_actor': True, 'lora_sync': cfg.rollout.vllm.lora_sync, 'vllm_multiprocessing': False}
-    results = timed_batches(a, run, base, 'vllm_ours', gen_len)
-    results[-1] |= colocation(engine, model)
+    variants = {'seeded call': runner(False)} | ({'seed per request': runner(True)} if a.seeded else {})
+    results = timed_batches(a, variants, base, 'vllm_ours', gen_len)
+    if not a.no_colocation: results[-1] |= colocation(engine, model)
     for r in results: emit(a, r)
     engine.sleep()   # as during the actor's update: KV cache dropped, weights in host memory
     if a.hf_gen: bench_hf(a, model, tok, {'actor_build_s': round(build_s, 1), 'vllm_engine_asleep_beside': True})
     engine.close()
+
+def per_request_seed(sampling):
+    "`VLLMEngine._sampling` as it was before the engine seeded whole calls: every request its own seed (1, 2, ...)."
+    seeds = itertools.count(1)
+    def seeded(n, greedy):
+        sp = sampling(n, greedy); sp.seed = next(seeds); return sp
+    return seeded
+
+def expert_norms_on_worker(worker)->dict:
+    "Runs in vLLM's worker: the squared norm of every fused routed-expert weight of text layer 0 (w13: gate+up, w2: down)."
+    return {n: p.float().pow(2).sum().item() for n, p in worker.model_runner.model.named_parameters()
+            if '.layers.0.' in n and n.endswith(('w13_weight', 'w2_weight'))}
+
+def experts_loaded(engine, model)->dict:
+    "Do vLLM's routed experts hold the actor's weights after the first push? Squared norms of layer 0's fused experts on both sides."
+    eng = engine.llm.collective_rpc(expert_norms_on_worker)[0]
+    act = {n: p.float().pow(2).sum().item() for n, p in model.named_parameters()
+           if '.layers.0.' in n and n.endswith(('experts.gate_up_proj', 'experts.down_proj'))}
+    pick = lambda d, key: next((v for n, v in d.items() if n.endswith(key)), None)
+    pairs = {'w13_vs_gate_up_proj': (pick(eng, 'w13_weight'), pick(act, 'gate_up_proj')), 'w2_vs_down_proj': (pick(eng, 'w2_weight'), pick(act, 'down_proj'))}
+    rel = {k: None if None in v else abs(v[0] - v[1]) / v[1] for k, v in pairs.items()}
+    return {'engine_names': sorted(eng), 'actor_names': sorted(act), 'relative_norm_diff': rel,
+            'ok': all(r is not None and r < 1e-3 for r in rel.values())}
 
 def colocation(engine, model)->dict:
     "Weight sync times, the memory `sleep()` returns, and a training step's wake → sync → wake."
@@ -185,7 +221,7 @@ def bench_hf(a, model, tok, extra:dict):
         x = torch.tensor(ids, device=dev)
         out = model.generate(input_ids=x, attention_mask=torch.ones_like(x), generation_config=gc)
         return (out.shape[1] - x.shape[1]) * x.shape[0]
-    for r in timed_batches(a, run, extra | {'experts_implementation': model.get_base_model().config.text_config._experts_implementation},
+    for r in timed_batches(a, {'plain': run}, extra | {'experts_implementation': model.get_base_model().config.text_config._experts_implementation},
                            'hf_generate', a.hf_gen): emit(a, r)
 
 def main():
