@@ -129,16 +129,22 @@ def rollout_worker(a, model, dev):
                                         'gpu_memory_utilization': over.get('rollout.vllm.gpu_memory_utilization')}
 
 def gspo_step(actor, worker, prompt, a, dev)->dict:
-    "One GSPO step as `ColocatedWorker.step` orders it: sample, release the engine, reward (random) and group advantages, old log-probs, update, weight sync; seconds of each part."
+    "One GSPO step as `ColocatedWorker.step` orders it: sample, release the engine, reward and group advantages, old log-probs, update, weight sync; seconds of each part."
     from omni_gspo.algos import group_advantages
+    from omni_gspo.config import build_config
+    from omni_gspo.rewards import score_batch
     from omni_gspo.rollout import rollout_parity
+    from omni_gspo.tasks.gsm8k import GSM8K_SOURCE
     ro, generate_s = clock(lambda: worker.generate([prompt], n=a.rows), dev)
     _, release_s = clock(worker.release, dev)
-    adv, _ = group_advantages(torch.rand(len(ro.group_ids)), ro.group_ids.cpu())
+    texts = worker.engine.tok.batch_decode([r[m.bool()] for r, m in zip(ro.response_ids.cpu(), ro.response_mask.cpu())])
+    n = len(texts)   # the gsm8k reward, timed as the trainer runs it (its process pool); random weights score 0 everywhere,
+    _, reward_s = clock(lambda: score_batch([GSM8K_SOURCE] * n, texts, ['72'] * n, [None] * n, build_config('gsm8k').reward), dev)
+    adv, _ = group_advantages(torch.rand(n), ro.group_ids.cpu())   # so the update gets random rewards' advantages instead
     it = iteration(actor, ro, adv.float().to(dev), dev)
     m, sync_s = clock(lambda: worker.update_weights(actor.model), dev)
     parity = rollout_parity(ro.logprobs, it.pop('old_logp'), ro.response_mask)['training/rollout_actor_probs_pearson_corr']
-    return it | {'generate': generate_s, 'release': release_s, 'sync': sync_s, 'weight_sync': m.get('timing_s/weight_sync', 0.0),
+    return it | {'generate': generate_s, 'release': release_s, 'reward': reward_s, 'sync': sync_s, 'weight_sync': m.get('timing_s/weight_sync', 0.0),
                  'generated_tokens': int(ro.response_mask.sum()), 'probs_pearson': parity}
 
 def iteration(actor, ro, adv, dev)->dict:
@@ -192,7 +198,7 @@ def main():
             print('iteration', len(its), {k: round(v, 3) for k, v in its[-1].items() if isinstance(v, float)},
                   f'peak {gib(peaks[-1])} GiB (torch), {gib(device_peaks[-1])} GiB (device)', flush=True)
         steady = its[1:] or its
-        parts = ('generate', 'release', 'sync', 'weight_sync') * a.gspo_step + ('old_logprobs', 'update', 'update_fwd_bwd', 'update_optimizer')
+        parts = ('generate', 'release', 'reward', 'sync', 'weight_sync') * a.gspo_step + ('old_logprobs', 'update', 'update_fwd_bwd', 'update_optimizer')
         mean = {k: sum(i[k] for i in steady) / len(steady) for k in parts}
         r = {'bench': 'memory_plan', 'device': torch.cuda.get_device_name() if dev.type == 'cuda' else 'cpu',
              'model': 'Qwen3-Omni-30B-A3B thinker (random bf16)' if not a.cpu else 'tiny thinker (CPU check)',
@@ -204,7 +210,7 @@ def main():
              'build_s': round(build_s, 1), 'weights_gib': gib(base_alloc), 'peak_gib': gib(max(peaks)), 'peak_gib_per_iter': [gib(p) for p in peaks],
              'device_peak_gib': gib(max(device_peaks)),   # with a vLLM engine in the process the torch figure also counts its sleep-mode pool: use this one
              'step_breakdown_s': {k: round(v, 3) for k, v in mean.items()},
-             'iter_s': [round(sum(i.get(k, 0) for k in ('generate', 'release', 'old_logprobs', 'update', 'sync')), 2) for i in its],
+             'iter_s': [round(sum(i.get(k, 0) for k in ('generate', 'release', 'reward', 'old_logprobs', 'update', 'sync')), 2) for i in its],
              **({'gspo_step': True, 'engine': a.engine, **engine_info, 'generated_tok_per_s': round(its[-1]['generated_tokens'] / mean['generate']),
                  'min_probs_pearson': round(min(i['probs_pearson'] for i in its), 6)} if a.gspo_step else {}),
              'actor_tokens_per_s': round(tokens / mean['update_fwd_bwd']), 'old_logprobs_tokens_per_s': round(tokens / mean['old_logprobs']),
