@@ -5,6 +5,7 @@
 # %% ../nbs/00a_platform.ipynb #19a625f5
 from __future__ import annotations
 import importlib, os, resource
+import numpy as np
 import torch.distributed as dist
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -152,17 +153,19 @@ def release_cached_memory(device:torch.device):
 def seeded_rng(seed:int|None, # None: the block draws from the generators as they are
                device:torch.device, # where sampling runs: its generator is seeded beside the CPU's
               ):
-    "Seed torch's CPU generator and `device`'s with `seed` for the block, then restore both."
+    "Seed torch's CPU generator, `device`'s and numpy's global one with `seed` for the block, then restore all three."
     if seed is None:
         yield
         return
-    acc = device.type != 'cpu'
+    acc, np_state = device.type != 'cpu', np.random.get_state()
     with torch.random.fork_rng(devices=[device] if acc else [], device_type=device.type if acc else 'cuda'):
         torch.random.default_generator.manual_seed(seed)
         if acc:
             mod = getattr(torch, device.type)   # torch.cuda, or torch.npu once torch_npu is imported
             with mod.device(device): mod.manual_seed(seed)
-        yield
+        np.random.seed(seed % 2**32)
+        try: yield
+        finally: np.random.set_state(np_state)
 
 # %% ../nbs/00a_platform.ipynb #d7929996
 ENV_DEFAULTS = {'cpu': {'TOKENIZERS_PARALLELISM': 'false'},
