@@ -4,7 +4,7 @@
 
 # %% ../nbs/06a_vllm.ipynb #0a4b0285
 from __future__ import annotations
-import json, math, os, re, shutil, tempfile, time, uuid
+import copy, dataclasses, json, math, os, re, shutil, tempfile, time, uuid, warnings
 from pathlib import Path
 import numpy as np
 import torch
@@ -16,10 +16,11 @@ from .model import adapter_of, export_weights
 from .platform import release_cached_memory, seeded_rng, world_size
 
 # %% auto #0
-__all__ = ['MEDIA_PADS', 'THINKER_ARCH', 'EXPERT_KEY', 'OMNI_PIPELINE', 'media_pad_ids', 'dedup_pads', 'prompt_media',
-           'build_request', 'export_for_vllm', 'tiny_causal_lm_config', 'write_cpu_moe_experts',
-           'load_weights_on_worker', 'VLLMEngine', 'vllm_settings', 'sync_ok', 'omni_deploy_config',
-           'write_deploy_config', 'omni_engine_args', 'load_shared_weights_on_worker', 'VLLMOmniEngine']
+__all__ = ['MEDIA_PADS', 'THINKER_ARCH', 'EXPERT_KEY', 'MROPE_PROBE', 'OMNI_PIPELINE', 'media_pad_ids', 'dedup_pads',
+           'prompt_media', 'build_request', 'export_for_vllm', 'tiny_causal_lm_config', 'write_cpu_moe_experts',
+           'load_weights_on_worker', 'probe_image', 'mrope_agrees', 'shift_offsets', 'fix_mrope_on_worker',
+           'VLLMEngine', 'vllm_settings', 'sync_ok', 'omni_deploy_config', 'write_deploy_config', 'omni_engine_args',
+           'load_shared_weights_on_worker', 'VLLMOmniEngine']
 
 # %% ../nbs/06a_vllm.ipynb #02106c37
 MEDIA_PADS = {'image': '<|image_pad|>', 'video': '<|video_pad|>', 'audio': '<|audio_pad|>'}
@@ -121,6 +122,49 @@ def load_weights_on_worker(worker, weights, # iterable of (checkpoint name, tens
     if experts:
         with torch.no_grad(): write_cpu_moe_experts(runner.model, experts)
 
+# %% ../nbs/06a_vllm.ipynb #571cd755
+MROPE_PROBE = [[0, 1, 2, 2, 2, 2, 4, 5], [0, 1, 2, 2, 3, 3, 4, 5], [0, 1, 2, 3, 2, 3, 4, 5]]   # transformers' (t, h, w) positions of the probe
+
+def probe_image(merge:int, # the vision tower's spatial merge size
+               ):
+    "A stand-in for vLLM's media feature: one image of 1×2m×2m patches (2×2 tokens once merged), its 4 pads from token 2."
+    from types import SimpleNamespace
+    from vllm.multimodal.inputs import PlaceholderRange
+    return SimpleNamespace(modality='image', identifier='omni_gspo-probe', mm_position=PlaceholderRange(offset=2, length=4),
+                           data={'image_grid_thw': SimpleNamespace(data=torch.tensor([1, 2 * merge, 2 * merge]))})
+
+def mrope_agrees(vmodel)->bool:
+    "Whether vLLM's model gives the probe image transformers' M-RoPE positions."
+    pos, _ = vmodel.get_mrope_input_positions([0] * 8, [probe_image(vmodel.config.vision_config.spatial_merge_size)])
+    return torch.as_tensor(pos).long().tolist() == MROPE_PROBE
+
+def shift_offsets(features:list, by:int)->list:
+    "Copies of vLLM media features whose placeholders start `by` tokens later (-1: at the media's start token)."
+    out = []
+    for f in features:
+        g = copy.copy(f)
+        g.mm_position = dataclasses.replace(f.mm_position, offset=f.mm_position.offset + by)
+        out.append(g)
+    return out
+
+def fix_mrope_on_worker(worker)->str:
+    "Runs in vLLM's worker: 'ok' if its model places media where transformers does, 'fixed' once its offsets are read one token earlier; raises otherwise."
+    vmodel = worker.model_runner.model
+    cls = type(vmodel)
+    if mrope_agrees(vmodel): return 'ok'
+    own = cls.get_mrope_input_positions
+    def from_start_token(self, input_tokens, mm_features, *args, **kwargs):
+        return own(self, input_tokens, shift_offsets(mm_features, -1), *args, **kwargs)
+    cls.get_mrope_input_positions = from_start_token
+    if mrope_agrees(vmodel):
+        warnings.warn(f"vLLM's {cls.__name__} puts media tokens one position off transformers' (vLLM 0.26 does): "
+                      "corrected here by reading each media placeholder from its start token")
+        return 'fixed'
+    cls.get_mrope_input_positions = own
+    raise RuntimeError(f"vLLM's {cls.__name__} gives image tokens M-RoPE positions that differ from transformers', "
+                       "with or without a one-token shift: rollouts on media prompts would not match the actor; "
+                       "use rollout.engine=vllm_omni or another vLLM version")
+
 # %% ../nbs/06a_vllm.ipynb #f09bb44d
 def _vllm_env():
     "Environment defaults for an in-process engine; must run before `vllm` is imported."
@@ -129,6 +173,7 @@ def _vllm_env():
 
 class VLLMEngine:
     "Rollout engine on a colocated, in-process vLLM `LLM` holding a synced copy of the policy."
+    checks_media_positions = True   # vLLM's M-RoPE positions against transformers' (see above), before any request
     def __init__(self, model, tok, rcfg, # as for `HFEngine`
                  processor=None, # the processor that builds multimodal prompts (default: the adapter's)
                  lora_sync:str='merge', # 'merge': full weights, LoRA merged; 'adapter': a new LoRARequest per sync
@@ -163,6 +208,7 @@ class VLLMEngine:
         if lora_sync == 'adapter':
             kw.update(enable_lora=True, max_loras=1, max_lora_rank=max(c.r for c in model.peft_config.values()))
         self.llm = self._make_llm(folder, kw | llm_kwargs)
+        if adapter.vllm_mm_limits and self.checks_media_positions: self.llm.collective_rpc(fix_mrope_on_worker)
         self.asleep, self.lora_request, self.version = set(), None, 0
         self._push(export_weights(model, merge_lora=lora_sync == 'merge'))
         if lora_sync == 'adapter': self._new_adapter(model)
@@ -341,6 +387,7 @@ def load_shared_weights_on_worker(worker, payload:bytes, # `ForkingPickler.dumps
 class VLLMOmniEngine(VLLMEngine):
     "`VLLMEngine` on vLLM-Omni's thinker-only AR stage, which runs in its own process (CUDA only: vLLM-Omni has no CPU platform)."
     mm_processor_kwargs = {'use_audio_in_video': False}
+    checks_media_positions = False   # vLLM-Omni's thinker computes its own (media parity ≥ 0.9995 on the GPU)
 
     def _make_llm(self, folder, kw):
         if self.lora_sync != 'merge': raise ValueError("VLLMOmniEngine syncs merged weights only (lora_sync='merge')")
