@@ -24,9 +24,9 @@ from contextlib import contextmanager, nullcontext
 import torch.nn.functional as F
 
 # %% auto #0
-__all__ = ['CACHE_ROUND', 'STOP_EVERY', 'GROUPED_DECODE', 'ENGINES', 'Rollout', 'SampledLogprobs', 'left_pad', 'response_mask',
-           'HFEngine', 'fast_decode', 'decode_loop', 'grouped_decode_attention', 'decode_attention', 'RolloutEngine',
-           'register_engine', 'engine_class', 'rollout_parity']
+__all__ = ['CACHE_ROUND', 'DECODE_COMPILE_OPTIONS', 'STOP_EVERY', 'GROUPED_DECODE', 'ENGINES', 'Rollout', 'SampledLogprobs',
+           'left_pad', 'response_mask', 'HFEngine', 'fast_decode', 'decode_loop', 'grouped_decode_attention',
+           'decode_attention', 'RolloutEngine', 'register_engine', 'engine_class', 'rollout_parity']
 
 # %% ../nbs/06_rollout.ipynb #9029c8c3
 @dataclass
@@ -150,6 +150,9 @@ def fast_decode(setting:str, # `rollout.hf_fast_decode`: 'auto', 'on' or 'off'
     params = list(model.parameters())
     return pays_off and params[0].device.type == 'cuda' and not any(isinstance(p, DTensor) for p in params)
 
+DECODE_COMPILE_OPTIONS = {'triton.cudagraphs': True,         # mode 'reduce-overhead': CUDA graphs on a GPU
+                          'emulate_precision_casts': True}   # round where eager rounds (see 'The compiled step rounds as eager does')
+
 STOP_EVERY = 8     # decode steps between checks that every row has ended (each check waits for the device)
 
 def decode_loop(model, input_ids, logits_processor,
@@ -182,7 +185,7 @@ def _static_decode(self:HFEngine, rows:int, # sequences decoded together
     if c is None or c.get_max_length() < length:
         c = self._caches[rows] = StaticCache(base_model(self.model).config, max_cache_len=-(-length // CACHE_ROUND) * CACHE_ROUND)
     c.reset()
-    compiled = CompileConfig()           # torch.compile of the decode forward, mode 'reduce-overhead' (CUDA graphs on a GPU)
+    compiled = CompileConfig(mode=None, options=DECODE_COMPILE_OPTIONS)   # torch.compile of the decode forward
     compiled._compile_all_devices = True # transformers compiles on accelerators only unless told: 'on' compiles on CPU too
     return {'past_key_values': c, 'custom_generate': decode_loop}, compiled
 

@@ -16,7 +16,7 @@ from fastcore.basics import patch
 from .config import ConfigError, atomic_dir, read_keys as config_read_keys
 from .data import encode_prompts
 from .splits import load_split
-from .platform import all_reduce_values, ensure_process_group, peak_memory_gb, rank, torch_device, world_size
+from .platform import all_reduce_values, ensure_process_group, fp32_gemm_sums, peak_memory_gb, rank, torch_device, world_size
 from .fsdp import checkpoint_layers, compile_units, shard_model
 from .model import DTYPES, adapter_for, base_model, configure_trainable, export_weights, full_tensor, load_model, load_tokenizer, lora_modules, resolve_model_path
 from .rewards import part_means, score_batch
@@ -125,6 +125,7 @@ class ActorWorker:
     "This rank's policy: built through its adapter, sharded as configured, trained by an `Actor`; exports its weights and checkpoints."
     def __init__(self, cfg, model_path:Path, tok, adapter, total_steps:int, log=print):
         self.device, self.tok, self.adapter = torch_device(cfg.hardware.device), tok, adapter
+        fp32_gemm_sums(self.device)   # the rollout's decode-sized products sum as the actor's do (00a_platform)
         self.model = configure_trainable(load_model(model_path, cfg.model.dtype, self.device, cfg.model.attn_implementation, cfg.model.fp32_logits, cfg.model.fp32_residual), cfg.model)
         self.own_group = shard_actor(self.model, cfg, adapter)
         teacher = load_teacher(cfg.algorithm.opd_teacher, cfg.model, self.device, log)
