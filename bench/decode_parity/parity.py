@@ -45,18 +45,20 @@ def main():
     cfg, model, tok = policy(a.model, a.tokens, a.lora_std, dev)
     adapter = adapter_for(Path(a.model))
     actor = Actor(model, cfg.actor, cfg.algorithm, adapter)
-    prompts, _ = encode_prompts(gsm8k_examples(read_rows(DATA, 'train file')[:a.prompts], str(DATA)), tok, 256)
-    for name, (fast, emulate) in PATHS.items():
-        cfg.rollout.hf_fast_decode = fast
-        if emulate is not None: rollout.DECODE_COMPILE_OPTIONS['emulate_precision_casts'] = emulate
-        torch._dynamo.reset()
-        engine = rollout.HFEngine(model, tok, cfg.rollout, adapter.banned_token_ids(model), True, 256)
-        t = time.perf_counter(); ro = engine.generate(prompts, n=a.n, seed=0); gen_s = time.perf_counter() - t
-        lp = actor.logprobs(ro)
-        d = (ro.logprobs - lp)[ro.response_mask.bool()].double()
-        print(json.dumps({'path': name, **rollout.rollout_parity(ro.logprobs, lp, ro.response_mask),
-                          'logp_absdiff_mean': d.abs().mean().item(), 'logp_diff_rms': d.pow(2).mean().sqrt().item(),
-                          'tokens': d.numel(), 'gen_s': round(gen_s, 1)}), flush=True)
-    rollout.DECODE_COMPILE_OPTIONS['emulate_precision_casts'] = True
+    prompts, _ = encode_prompts(gsm8k_examples(read_rows(DATA, 'train file')[:a.prompts], str(DATA)), tok, cfg.data.max_prompt_length)
+    package_emulates = rollout.DECODE_COMPILE_OPTIONS['emulate_precision_casts']
+    try:
+        for name, (fast, emulate) in PATHS.items():
+            cfg.rollout.hf_fast_decode = fast
+            if emulate is not None: rollout.DECODE_COMPILE_OPTIONS['emulate_precision_casts'] = emulate
+            torch._dynamo.reset()
+            engine = rollout.HFEngine.from_config(model, tok, adapter, None, cfg)   # as the trainer builds it
+            t = time.perf_counter(); ro = engine.generate(prompts, n=a.n, seed=0); gen_s = time.perf_counter() - t
+            lp = actor.logprobs(ro)
+            d = (ro.logprobs - lp)[ro.response_mask.bool()].double()
+            print(json.dumps({'path': name, **rollout.rollout_parity(ro.logprobs, lp, ro.response_mask),
+                              'logp_absdiff_mean': d.abs().mean().item(), 'logp_diff_rms': d.pow(2).mean().sqrt().item(),
+                              'tokens': d.numel(), 'gen_s': round(gen_s, 1)}), flush=True)
+    finally: rollout.DECODE_COMPILE_OPTIONS['emulate_precision_casts'] = package_emulates
 
 if __name__ == '__main__': main()
