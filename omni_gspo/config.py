@@ -85,7 +85,7 @@ class ActorConfig(Section):
     activation_checkpointing: bool = False # recompute each decoder layer's activations in the backward pass (memory for time)
     fsdp: bool = False              # shard the actor with FSDP2 (one unit per decoder layer); required with several ranks
     fsdp_cpu_offload: bool = False  # with fsdp: keep parameter shards, gradients and the optimizer step in host memory
-    compile: bool = False           # torch.compile each decoder layer (07b_fsdp `compile_units`): 1.4-1.5x fwd+bwd on the 30B-A3B thinker (H200, bench/memory_plan), after a first-step compile of 20-30 s
+    compile: bool = False           # torch.compile each decoder layer (07b_fsdp `compile_units`): 1.4-1.5x fwd+bwd on the 30B-A3B thinker (H200, bench/memory_plan), 1.2-1.3x on the dense 0.5B's old log-probs and update (bench/trl_side_by_side run 6), after compiles in the first two steps
 
 @dataclass(eq=False, repr=False)
 class VLLMConfig(Section):

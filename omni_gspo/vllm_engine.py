@@ -149,7 +149,7 @@ def shift_offsets(features:list, by:int)->list:
 
 def fix_mrope_on_worker(worker)->str:
     "Runs in vLLM's worker: 'ok' if its model places media where transformers does, 'fixed' once its offsets are read one token earlier; raises otherwise."
-    vmodel = worker.model_runner.model
+    vmodel = worker.model_runner.get_model()   # the model itself: with CUDA graphs `model_runner.model` is vLLM's graph wrapper
     cls = type(vmodel)
     if mrope_agrees(vmodel): return 'ok'
     own = cls.get_mrope_input_positions

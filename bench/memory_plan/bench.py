@@ -179,6 +179,8 @@ def main():
     a = args()
     dev = torch.device('cpu' if a.cpu else 'cuda')
     if not a.cpu: torch.cuda.set_device(0)
+    from omni_gspo.platform import fp32_gemm_sums
+    fp32_gemm_sums(dev)   # as the trainer's ActorWorker does at start: process-wide, so an in-process vLLM engine's cuBLAS products too
     cfg, model, actor, build_s = build_actor(a, dev)
     gather_check = check_gather_sum(dev, model.get_base_model().config.text_config)
     base_alloc = torch.cuda.memory_allocated() if dev.type == 'cuda' else 0
@@ -215,7 +217,8 @@ def main():
                  'min_probs_pearson': round(min(i['probs_pearson'] for i in its), 6)} if a.gspo_step else {}),
              'actor_tokens_per_s': round(tokens / mean['update_fwd_bwd']), 'old_logprobs_tokens_per_s': round(tokens / mean['old_logprobs']),
              'loss': round(its[-1]['loss'], 4), 'grad_norm': round(its[-1]['grad_norm'], 4), 'iters': a.iters,
-             'gather_sum_max_diff_ulp': gather_check, 'compiled_layers': a.compile, 'fsdp_param_dtype': 'bfloat16', 'torch': torch.__version__}
+             'gather_sum_max_diff_ulp': gather_check, 'compiled_layers': a.compile, 'fsdp_param_dtype': 'bfloat16', 'torch': torch.__version__,
+             'bf16_reduced_precision_sums': torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction}
         line = json.dumps(r)
         print('RESULT', line, flush=True)
         if a.out:

@@ -48,6 +48,8 @@ def parse_args(argv=None):
     p.add_argument("--trl-dir", default=str(HERE / ".carry"), help="folder with bench_trl.py and tokenizer/ (prepare.sh)")
     p.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "trl_side_by_side"), help="checkpoint, data and run folders")
     p.add_argument("--json-out", default=None, help="also write the result JSON to this file")
+    p.add_argument("--profile", action="store_true", help="run every step after the warm-up under torch.profiler; per step: device-busy time of "
+                   "the old log-probs and the update against their wall time, the heaviest kernels and host ops, time in Python's gc")
     p.add_argument("overrides", nargs="*", help="more key=value config overrides, applied last")
     a = p.parse_args(argv)
     if a.steps <= a.warmup: p.error(f"--steps ({a.steps}) must be larger than --warmup ({a.warmup})")
@@ -159,6 +161,57 @@ def window_result(metrics:list[dict], stamps:list[float], t0:float, warmup:int, 
             "actor_updates_per_step": pick("actor/updates"), "actor_empty_updates_per_step": pick("actor/empty_updates"),
             "peak_mem_gb": round(max(m["perf/max_memory_gb"] for m in metrics), 3)}
 
+class GcClock:
+    "Python's garbage-collector passes during each training step (`gc.callbacks`): count, total and longest pause."
+    def __init__(self):
+        import gc
+        self.steps, self._pauses, self._t = [], [], 0.0
+        gc.callbacks.append(self._tick)
+    def _tick(self, phase, info):
+        if phase == "start": self._t = time.perf_counter()
+        else: self._pauses.append((time.perf_counter() - self._t, info["generation"]))
+    def wrap(self, step):
+        "`ColocatedWorker.step` with the passes it waits for recorded as one entry of `self.steps`."
+        def timed(worker, s, *args, **kwargs):
+            self._pauses = []
+            r = step(worker, s, *args, **kwargs)
+            p = self._pauses
+            self.steps.append({"step": s, "passes": len(p), "full_passes": sum(g == 2 for _, g in p),
+                               "total_s": round(sum(d for d, _ in p), 4), "longest_s": round(max((d for d, _ in p), default=0.0), 4)})
+            return r
+        return timed
+
+def profile_steps(step, warmup:int, top:int=12):
+    "`ColocatedWorker.step` running each step after `warmup` under torch.profiler, and the list its per-step summaries go to."
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+    from omni_gspo.actor import Actor
+    def labelled(name, f):
+        def run(*args, **kwargs):
+            with record_function(name):
+                r = f(*args, **kwargs)
+                if torch.cuda.is_available(): torch.cuda.synchronize()
+                return r
+        return run
+    Actor.logprobs, Actor.update = labelled("old_log_probs", Actor.logprobs), labelled("update", Actor.update)
+    out, CUDA, CPU = [], torch.autograd.DeviceType.CUDA, torch.autograd.DeviceType.CPU
+    def profiled(worker, s, *args, **kwargs):
+        if s <= warmup: return step(worker, s, *args, **kwargs)
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            t = time.perf_counter(); r = step(worker, s, *args, **kwargs); wall = time.perf_counter() - t
+        ev = prof.key_averages()
+        kern = sorted((e for e in ev if e.device_type == CUDA and e.self_device_time_total > 0), key=lambda e: -e.self_device_time_total)
+        host = sorted((e for e in ev if e.device_type == CPU), key=lambda e: -e.self_cpu_time_total)
+        phase = {e.key: {"wall_s": round(e.cpu_time_total / 1e6, 3), "device_busy_s": round(e.device_time_total / 1e6, 3)}
+                 for e in ev if e.key in ("old_log_probs", "update")}
+        out.append({"step": s, "wall_s": round(wall, 3), "response_length_mean": round(r["metrics"]["response_length/mean"], 2),
+                    "device_busy_s": round(sum(e.self_device_time_total for e in kern) / 1e6, 3), **phase,
+                    "top_kernels": [[e.key[:90], round(e.self_device_time_total / 1e6, 4), e.count] for e in kern[:top]],
+                    "top_host_ops": [[e.key[:90], round(e.self_cpu_time_total / 1e6, 4), e.count] for e in host[:top]]})
+        print("profile", json.dumps({k: v for k, v in out[-1].items() if not k.startswith("top")}), flush=True)
+        return r
+    return profiled, out
+
 def main(argv=None):
     a = parse_args(argv)
     t_script = time.perf_counter()
@@ -179,6 +232,9 @@ def main(argv=None):
     ov = overrides(a, ckpt, data, run)
     cfg = build_config("gsm8k", ov)
     rows_per_step = cfg.data.train_batch_size * cfg.rollout.n
+    from omni_gspo.workers import ColocatedWorker
+    gcc, step = GcClock(), ColocatedWorker.step
+    ColocatedWorker.step, profiled = profile_steps(gcc.wrap(step), a.warmup) if a.profile else (gcc.wrap(step), None)
     with StepClock(run / "metrics.jsonl") as clock:
         res = train(cfg)
     train_s = time.perf_counter() - clock.t0   # the whole train() call: model load, compile, steps, final checkpoint
@@ -197,7 +253,7 @@ def main(argv=None):
               **window_result(metrics, clock.stamps, clock.t0, a.warmup, rows_per_step),
               "checkpoint_build_s": round(ckpt_s, 2), "train_wall_s": round(train_s, 2),
               "script_wall_s": round(time.perf_counter() - t_script, 2), "run_folder": str(res.output_dir),
-              "overrides": ov}
+              "gc_per_step": gcc.steps, "overrides": ov, **({"profile": profiled} if profiled is not None else {})}
     line = json.dumps(result)
     if a.json_out: Path(a.json_out).write_text(line + "\n")
     print(line, flush=True)
