@@ -48,8 +48,9 @@ def parse_args(argv=None):
     p.add_argument("--trl-dir", default=str(HERE / ".carry"), help="folder with bench_trl.py and tokenizer/ (prepare.sh)")
     p.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "trl_side_by_side"), help="checkpoint, data and run folders")
     p.add_argument("--json-out", default=None, help="also write the result JSON to this file")
-    p.add_argument("--profile", action="store_true", help="run every step after the warm-up under torch.profiler; per step: device-busy time of "
-                   "the old log-probs and the update against their wall time, the heaviest kernels and host ops, time in Python's gc")
+    p.add_argument("--profile", action="store_true", help="run every step after the warm-up under torch.profiler, with a device sync after the old "
+                   "log-probs and after the update; per step: their wall and device time, the heaviest kernels and host ops "
+                   "(Python's gc passes are recorded for every step either way: gc_per_step)")
     p.add_argument("overrides", nargs="*", help="more key=value config overrides, applied last")
     a = p.parse_args(argv)
     if a.steps <= a.warmup: p.error(f"--steps ({a.steps}) must be larger than --warmup ({a.warmup})")
