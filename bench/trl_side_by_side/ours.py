@@ -50,7 +50,7 @@ def parse_args(argv=None):
     p.add_argument("--json-out", default=None, help="also write the result JSON to this file")
     p.add_argument("--profile", action="store_true", help="run every step after the warm-up under torch.profiler, with a device sync after the old "
                    "log-probs and after the update; per step: their wall and device time, the heaviest kernels and host ops "
-                   "(Python's gc passes are recorded for every step either way: gc_per_step)")
+                   "(Python's gc passes and the CUDA allocator's counts are recorded for every step either way: gc_per_step, allocator_per_step)")
     p.add_argument("overrides", nargs="*", help="more key=value config overrides, applied last")
     a = p.parse_args(argv)
     if a.steps <= a.warmup: p.error(f"--steps ({a.steps}) must be larger than --warmup ({a.warmup})")
@@ -162,23 +162,33 @@ def window_result(metrics:list[dict], stamps:list[float], t0:float, warmup:int, 
             "actor_updates_per_step": pick("actor/updates"), "actor_empty_updates_per_step": pick("actor/empty_updates"),
             "peak_mem_gb": round(max(m["perf/max_memory_gb"] for m in metrics), 3)}
 
-class GcClock:
-    "Python's garbage-collector passes during each training step (`gc.callbacks`): count, total and longest pause."
+ALLOCATOR_COUNTS = ("num_alloc_retries", "num_device_alloc", "num_device_free", "num_sync_all_streams", "num_ooms")
+
+class StepEvents:
+    """Per training step: Python's garbage-collector passes (`gc.callbacks`: count, full passes, total and longest pause)
+    and the CUDA caching allocator's counters (`torch.cuda.memory_stats`: device mallocs and frees, retries after a
+    failed allocation, which free cached blocks and synchronise the device)."""
     def __init__(self):
         import gc
-        self.steps, self._pauses, self._t = [], [], 0.0
+        self.gc, self.allocator, self._pauses, self._t = [], [], [], 0.0
         gc.callbacks.append(self._tick)
     def _tick(self, phase, info):
         if phase == "start": self._t = time.perf_counter()
         else: self._pauses.append((time.perf_counter() - self._t, info["generation"]))
+    @staticmethod
+    def _counts()->dict:
+        import torch
+        st = torch.cuda.memory_stats() if torch.cuda.is_available() else {}
+        return {k: st.get(k, 0) for k in ALLOCATOR_COUNTS}
     def wrap(self, step):
-        "`ColocatedWorker.step` with the passes it waits for recorded as one entry of `self.steps`."
+        "`ColocatedWorker.step` with its gc passes and allocator counts recorded as one entry of `self.gc` and `self.allocator`."
         def timed(worker, s, *args, **kwargs):
-            self._pauses = []
+            self._pauses, before = [], self._counts()
             r = step(worker, s, *args, **kwargs)
-            p = self._pauses
-            self.steps.append({"step": s, "passes": len(p), "full_passes": sum(g == 2 for _, g in p),
-                               "total_s": round(sum(d for d, _ in p), 4), "longest_s": round(max((d for d, _ in p), default=0.0), 4)})
+            p, after = self._pauses, self._counts()
+            self.gc.append({"step": s, "passes": len(p), "full_passes": sum(g == 2 for _, g in p),
+                            "total_s": round(sum(d for d, _ in p), 4), "longest_s": round(max((d for d, _ in p), default=0.0), 4)})
+            self.allocator.append({"step": s, **{k: after[k] - before[k] for k in ALLOCATOR_COUNTS}})
             return r
         return timed
 
@@ -234,8 +244,8 @@ def main(argv=None):
     cfg = build_config("gsm8k", ov)
     rows_per_step = cfg.data.train_batch_size * cfg.rollout.n
     from omni_gspo.workers import ColocatedWorker
-    gcc, step = GcClock(), ColocatedWorker.step
-    ColocatedWorker.step, profiled = profile_steps(gcc.wrap(step), a.warmup) if a.profile else (gcc.wrap(step), None)
+    events, step = StepEvents(), ColocatedWorker.step
+    ColocatedWorker.step, profiled = profile_steps(events.wrap(step), a.warmup) if a.profile else (events.wrap(step), None)
     with StepClock(run / "metrics.jsonl") as clock:
         res = train(cfg)
     train_s = time.perf_counter() - clock.t0   # the whole train() call: model load, compile, steps, final checkpoint
@@ -254,7 +264,8 @@ def main(argv=None):
               **window_result(metrics, clock.stamps, clock.t0, a.warmup, rows_per_step),
               "checkpoint_build_s": round(ckpt_s, 2), "train_wall_s": round(train_s, 2),
               "script_wall_s": round(time.perf_counter() - t_script, 2), "run_folder": str(res.output_dir),
-              "gc_per_step": gcc.steps, "overrides": ov, **({"profile": profiled} if profiled is not None else {})}
+              "gc_per_step": events.gc, "allocator_per_step": events.allocator,
+              "pytorch_cuda_alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), "overrides": ov, **({"profile": profiled} if profiled is not None else {})}
     line = json.dumps(result)
     if a.json_out: Path(a.json_out).write_text(line + "\n")
     print(line, flush=True)
