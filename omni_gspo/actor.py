@@ -95,7 +95,7 @@ def _logprobs(self:Actor, ro, rows:torch.Tensor, model=None, with_entropy=False)
     last = int(used[-1]) + 1 if len(used) else 1                       # response columns any row uses
     ids, am, mm = ro.input_ids[rows][:, first:P + last], am[:, first:P + last], ro.mm_inputs(rows.tolist())
     model = model or self.model
-    pos = (self.adapter.packed_position_ids if self.packed else self.adapter.position_ids)(model, ids, am, mm)
+    pos = (self.adapter.packed_position_ids if self.packed else self.adapter.position_ids)(model, ids, am, mm, P - first)
     out = completion_logprobs(model, ids, am, P - first, position_ids=pos, with_entropy=with_entropy, packed=self.packed,
                               banned=self.adapter.banned_token_ids(model), temperature=self.temperature, **mm)
     pad = lambda x: torch.nn.functional.pad(x, (0, R - last))

@@ -182,12 +182,16 @@ class CausalLMAdapter:
         return AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation=attn_implementation)
     def processor(self, tok): return None
     def banned_token_ids(self, model)->list[int]: return []
-    def position_ids(self, model, input_ids:torch.Tensor, attention_mask:torch.Tensor, mm:dict)->torch.Tensor:
+    def position_ids(self, model, input_ids:torch.Tensor, # [B, L]: left-padded prompts, then right-padded responses
+                     attention_mask:torch.Tensor, mm:dict, # the prompts' media features (`collate_mm`)
+                     prompt_len:int, # L's first `prompt_len` columns are the prompts: positions never depend on the rest
+                    )->torch.Tensor:
         "Positions [B, L] counting attended tokens (pads get 1, as in `generate`)."
         return running_positions(attention_mask)
-    def packed_position_ids(self, model, input_ids:torch.Tensor, attention_mask:torch.Tensor, mm:dict)->torch.Tensor:
+    def packed_position_ids(self, model, input_ids:torch.Tensor, attention_mask:torch.Tensor, mm:dict,
+                            prompt_len:int)->torch.Tensor:
         "Positions [1, S] of the attended tokens of all rows as one packed row: each row's own, restarting at 0."
-        return self.position_ids(model, input_ids, attention_mask, mm)[attention_mask.bool()][None]
+        return self.position_ids(model, input_ids, attention_mask, mm, prompt_len)[attention_mask.bool()][None]
     def attention(self, model)->str:
         "The attention implementation of the text decoder ('sdpa', 'flash_attention_2', ...)."
         return base_model(model).config._attn_implementation
@@ -227,20 +231,26 @@ class ThinkerAdapter(CausalLMAdapter):
         m._no_split_modules = [self.TEXT_LAYER]
         return m
     def processor(self, tok): return omni_processor(tok)
+    MEDIA_TOKENS = ('image_token_id', 'video_token_id', 'audio_token_id',   # the pads: slots for media features
+                    'vision_start_token_id', 'vision_end_token_id', 'audio_start_token_id', 'audio_end_token_id')
     def banned_token_ids(self, model)->list[int]:
-        "Media pad ids: a sampled pad would be read as an image/audio slot when the actor re-scores the sequence."
+        "Every media-structure id the config names (pads, starts, ends): a response is text, and must not look like media."
         c = base_model(model).config
-        return [c.image_token_id, c.video_token_id, c.audio_token_id]
-    def position_ids(self, model, input_ids, attention_mask, mm):
-        "M-RoPE positions [3, B, L] in int64, with image grids and audio lengths."
-        fam = mm.get('feature_attention_mask')
-        pos, _ = base_model(model).get_rope_index(input_ids, mm.get('image_grid_thw'), None, attention_mask, False,
-                                             fam.sum(-1) if fam is not None else None)
-        return pos.round().long()
-    def packed_position_ids(self, model, input_ids, attention_mask, mm):
+        return [i for i in (getattr(c, k, None) for k in self.MEDIA_TOKENS) if i is not None]
+    def position_ids(self, model, input_ids, attention_mask, mm, prompt_len):
+        "M-RoPE positions [3, B, L] in int64: the prompt's from its image grids and audio lengths, then text positions."
+        fam, P = mm.get('feature_attention_mask'), prompt_len
+        pos, _ = base_model(model).get_rope_index(input_ids[:, :P], mm.get('image_grid_thw'), None, attention_mask[:, :P],
+                                                  False, fam.sum(-1) if fam is not None else None)
+        pos = pos.round().long()
+        after = pos.masked_fill(attention_mask[:, :P] == 0, -1).amax((0, 2)) + 1   # [B]: the first position past each prompt
+        resp = attention_mask[:, P:]
+        text = torch.where(resp.bool(), after[:, None] + resp.long().cumsum(-1) - 1, 1)   # pads get 1, as in the prompt
+        return torch.cat([pos, text.to(pos.device)[None].expand(3, -1, -1)], -1)
+    def packed_position_ids(self, model, input_ids, attention_mask, mm, prompt_len):
         "[4, 1, S]: a 1-D text row restarting at 0 per row (where transformers finds the rows' boundaries), then each row's M-RoPE positions."
         keep = attention_mask.bool()
-        mrope = self.position_ids(model, input_ids, attention_mask, mm)[:, keep][:, None]
+        mrope = self.position_ids(model, input_ids, attention_mask, mm, prompt_len)[:, keep][:, None]
         return torch.cat([running_positions(attention_mask)[keep][None, None], mrope])
     def attention(self, model): return base_model(model).config.text_config._attn_implementation
     def fsdp_units(self, model)->list[str]:

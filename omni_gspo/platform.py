@@ -4,7 +4,7 @@
 
 # %% ../nbs/00a_platform.ipynb #19a625f5
 from __future__ import annotations
-import importlib, os, resource
+import importlib, os, random, resource
 import numpy as np
 import torch.distributed as dist
 from contextlib import contextmanager
@@ -16,8 +16,8 @@ from .config import ConfigError
 __all__ = ['HARDWARE', 'DEVICE_TYPE', 'VISIBLE_DEVICES', 'DIST_BACKEND', 'RAY_RESOURCES', 'REDUCE_OPS', 'BACKEND_DEVICE',
            'ENV_DEFAULTS', 'PlatformError', 'npu_module', 'check_hardware', 'DistEnv', 'dist_env', 'torch_device',
            'device_count', 'dist_backend', 'ensure_process_group', 'visible_devices_var', 'ray_bundle', 'world_size',
-           'rank', 'all_reduce_values', 'peak_memory_gb', 'release_cached_memory', 'seeded_rng', 'fp32_gemm_sums',
-           'apply_env_defaults']
+           'rank', 'all_reduce_values', 'peak_memory_gb', 'release_cached_memory', 'kept_rng', 'seeded_rng',
+           'fp32_gemm_sums', 'apply_env_defaults']
 
 # %% ../nbs/00a_platform.ipynb #4e1f3981
 HARDWARE = ('cpu', 'gpu', 'npu')
@@ -151,22 +151,29 @@ def release_cached_memory(device:torch.device):
 
 # %% ../nbs/00a_platform.ipynb #8ddab4bf
 @contextmanager
+def kept_rng(device:torch.device|None=None, # an accelerator whose generator is kept too (None: the CPU's alone)
+            ):
+    "Give torch's CPU generator (and `device`'s), numpy's and Python's global ones their states back after the block."
+    acc, np_state, py_state = device is not None and device.type != 'cpu', np.random.get_state(), random.getstate()
+    with torch.random.fork_rng(devices=[device] if acc else [], device_type=device.type if acc else 'cuda'):
+        try: yield
+        finally: np.random.set_state(np_state); random.setstate(py_state)
+
+@contextmanager
 def seeded_rng(seed:int|None, # None: the block draws from the generators as they are
                device:torch.device, # where sampling runs: its generator is seeded beside the CPU's
               ):
-    "Seed torch's CPU generator, `device`'s and numpy's global one with `seed` for the block, then restore all three."
+    "Seed torch's CPU generator, `device`'s and numpy's global one with `seed` for the block, then restore them (`kept_rng`)."
     if seed is None:
         yield
         return
-    acc, np_state = device.type != 'cpu', np.random.get_state()
-    with torch.random.fork_rng(devices=[device] if acc else [], device_type=device.type if acc else 'cuda'):
+    with kept_rng(device):
         torch.random.default_generator.manual_seed(seed)
-        if acc:
+        if device.type != 'cpu':
             mod = getattr(torch, device.type)   # torch.cuda, or torch.npu once torch_npu is imported
             with mod.device(device): mod.manual_seed(seed)
         np.random.seed(seed % 2**32)
-        try: yield
-        finally: np.random.set_state(np_state)
+        yield
 
 # %% ../nbs/00a_platform.ipynb #46dc62f8
 def fp32_gemm_sums(device:torch.device)->bool:

@@ -9,6 +9,7 @@ from pathlib import Path
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerFast, Qwen3OmniMoeProcessor, WhisperFeatureExtractor
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+from .platform import kept_rng
 
 # %% auto #0
 __all__ = ['QWEN_ADDED_TOKENS', 'QWEN_FIRST_ADDED_ID', 'QWEN3_OMNI_VOCAB_SIZE', 'MM_TOKENS', 'CHAT_TEMPLATE', 'DASHSCOPE_WHEEL',
@@ -23,13 +24,13 @@ def cache_dir()->Path:
 def build_once(name:str, # folder name under `cache_dir()`
                build, # `build(tmp_dir)` fills a fresh folder
               )->Path:
-    "Return `cache_dir()/name`, building it with `build` first if it does not exist yet."
+    "Return `cache_dir()/name`, building it with `build` first if it does not exist yet (the caller's random streams kept)."
     dest = cache_dir()/name
     if dest.exists(): return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f'.{name}.'))
     try:
-        build(tmp)
+        with kept_rng(): build(tmp)
         try: tmp.rename(dest)
         except OSError:            # another process finished first
             if not dest.exists(): raise
