@@ -1,0 +1,42 @@
+"""Write a checkpoint folder of the Qwen3-Omni-30B-A3B thinker at its real widths with random bf16 weights, the project's
+offline Qwen tokenizer and the processor files, for `omni-gspo train model.path=...` on a GPU machine.
+
+    python3 bench/front_door/checkpoint.py --layers 8 --out /dev/shm/thinker8
+
+Real weights cannot be had here: throughput and memory do not depend on the values. The dimensions are the released
+checkpoint's (`bench/memory_plan/thinker.py`). `--layers 48` is the full model (59 GiB of bf16: on the H200 machine only
+`/dev/shm`, in its 128 GiB of memory, holds it beside a run).
+"""
+from __future__ import annotations
+import argparse, json, shutil, sys, time
+from pathlib import Path
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT/'bench'/'memory_plan')]
+from thinker import materialise, thinker_config
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--layers', type=int, default=8, help='text decoder layers (48: the full thinker)')
+    ap.add_argument('--out', required=True, help='checkpoint folder to write (replaced when it exists)')
+    a = ap.parse_args()
+    from transformers import Qwen3OmniMoeThinkerForConditionalGeneration
+    from omni_gspo.tokenizer import qwen_tokenizer, omni_processor
+    t = time.perf_counter()
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        with torch.device('meta'): model = Qwen3OmniMoeThinkerForConditionalGeneration(thinker_config(layers=a.layers))
+    finally: torch.set_default_dtype(torch.float32)
+    materialise(model, 'cuda' if torch.cuda.is_available() else 'cpu')
+    out, tmp = Path(a.out), Path(a.out + '.tmp')
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp, max_shard_size='5GB')
+    tok = qwen_tokenizer()
+    tok.save_pretrained(tmp); omni_processor(tok).save_pretrained(tmp)
+    shutil.rmtree(out, ignore_errors=True); tmp.rename(out)
+    n = sum(p.numel() for p in model.parameters())
+    print(json.dumps({'path': str(out), 'layers': a.layers, 'parameters': n, 'gib': round(2 * n / 2**30, 2),
+                      'seconds': round(time.perf_counter() - t, 1)}), flush=True)
+
+if __name__ == '__main__': main()
