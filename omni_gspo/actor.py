@@ -71,7 +71,7 @@ class Actor:
         self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lr_factor(o.lr_scheduler, o.warmup_steps, total_steps, o.min_lr_ratio))
         self.grad_clip, self.loss_name, self.loss_kwargs = o.grad_clip, algo.policy_loss, loss_kwargs(algo)
         self.entropy_coeff, self.kl_coef, self.kl_type, self.opd_coef = algo.entropy_coeff, algo.kl_coef, algo.kl_type, algo.opd_coef
-        try: kl_estimator(self.kl_type)                               # verl's names; 'full' is refused here, before any rollout
+        try: kl_estimator(self.kl_type)                               # verl's names; 'full' refused before any rollout
         except ValueError as e: raise ConfigError(f"algorithm.kl_type: {e}") from None
         self.rollout_is, self.rollout_is_threshold = algo.rollout_is, algo.rollout_is_threshold
         if self.kl_coef > 0 and not lora_modules(model):
@@ -176,18 +176,20 @@ def _micro_loss(self:Actor, ro, rows, adv, old_logp, mask, opd_mask, div, seq_we
     if ref_logp is not None:
         kl, km = kl_loss(logp, ref_logp[rows], mask, self.kl_coef, self.kl_type, loss_agg_mode=self.agg, **div); loss = loss + kl; m |= km
     if teacher_logp is not None:
-        d, dm = opd_loss(logp, old_logp[rows], teacher_logp[rows], opd_mask, **opd_div); loss = loss + self.opd_coef * d; m |= dm
+        d, dm = opd_loss(logp, old_logp[rows], teacher_logp[rows], opd_mask, **opd_div)
+        loss = loss + self.opd_coef * d; m |= dm
     return loss, m | {'actor/loss': loss.item()}
 
 @patch
-def _accumulate(self:Actor, ro, rows, adv, old_logp, mask, seq_weights=None, ref_logp=None, teacher_logp=None,
-                opd_mask=None)->dict:
+def _accumulate(self:Actor, ro, rows, adv, old_logp, mask, opd_mask, seq_weights=None, ref_logp=None,
+                teacher_logp=None)->dict:
     "Backward of the mini-batch `rows`, micro-batch by micro-batch: the gradients add up to the mini-batch's; its metrics."
     div, opd_div = _divisors(mask[rows]), _divisors(opd_mask[rows])
     ms, weights = [], []
     groups, real = self._micro(ro, rows)
     for i, r in enumerate(groups):
-        loss, m = self._micro_loss(ro, r, adv, old_logp, mask[r], opd_mask[r], div, seq_weights, ref_logp, teacher_logp, opd_div)
+        loss, m = self._micro_loss(ro, r, adv, old_logp, mask[r], opd_mask[r], div, seq_weights, ref_logp, teacher_logp,
+                                   opd_div)
         (loss * (self.world if i < real else 0)).backward()            # a repeat only keeps the ranks in step
         if i < real: ms.append(m); weights.append(float(opd_mask[r].sum()))
     return merge_metrics(ms, weights) | {'actor/micro_batches': float(len(groups))}
@@ -196,12 +198,12 @@ def _accumulate(self:Actor, ro, rows, adv, old_logp, mask, seq_weights=None, ref
 def _step(self:Actor, ro, rows, adv, old_logp,
           mask, # [N, R] the tokens the policy loss, entropy and KL train on
           seq_weights=None, ref_logp=None, teacher_logp=None,
-          opd_mask=None, # [N, R] the tokens the distillation term trains on: all but rejected ones (default `ro.response_mask`)
+          opd_mask=None, # [N, R] the distillation term's tokens: all but rejected ones (default `ro.response_mask`)
          ):
     "One optimizer step on the responses `rows`; None (and no step at all) when there is nothing to learn."
     opd_mask = ro.response_mask if opd_mask is None else opd_mask
     if self._nothing_to_learn(adv[rows], mask[rows], None if teacher_logp is None else opd_mask[rows]): return None
-    m = self._accumulate(ro, rows, adv, old_logp, mask, seq_weights, ref_logp, teacher_logp, opd_mask)
+    m = self._accumulate(ro, rows, adv, old_logp, mask, opd_mask, seq_weights, ref_logp, teacher_logp)
     norm = full_tensor(torch.nn.utils.clip_grad_norm_(self.params, self.grad_clip)).item()   # the norm over all shards
     if math.isfinite(norm): self.opt.step()
     self.opt.zero_grad(set_to_none=True)
@@ -214,7 +216,7 @@ def _rollout_correction(self:Actor, ro, old_logp)->tuple[torch.Tensor|None, torc
     if self.rollout_is == 'none': return None, None, {}
     thr = self.rollout_is_threshold
     w, ok, m = rollout_correction_weights(ro.logprobs, old_logp, ro.response_mask, self.rollout_is, hi=thr, lo=1 / thr)
-    if self.rollout_is == 'mis': m['rollout_corr/rejected_responses'] = all_reduce_values([float((~ok).sum())])[0]  # all ranks'
+    if self.rollout_is == 'mis': m['rollout_corr/rejected_responses'] = all_reduce_values([float((~ok).sum())])[0]
     return w, ok, m
 
 @patch
@@ -233,8 +235,8 @@ def update(self:Actor, ro, advantages:torch.Tensor, # [N] one per response
     rows_per_mb, N = self.mini_batch * n, ro.response_ids.shape[0]
     lr = self.opt.param_groups[0]['lr']
     with module_mode(self.model, True):
-        ms = [self._step(ro, torch.arange(s, min(s + rows_per_mb, N), device=mask.device), advantages, old_logp, mask, w,
-                         ref, teacher, valid) for s in range(0, N, rows_per_mb)]
+        ms = [self._step(ro, torch.arange(s, min(s + rows_per_mb, N), device=mask.device), advantages, old_logp, mask,
+                         w, ref, teacher, valid) for s in range(0, N, rows_per_mb)]
     with warnings.catch_warnings():   # the schedule counts training steps, also those without an optimizer step
         warnings.filterwarnings('ignore', message=r'Detected call of `lr_scheduler.step\(\)` before `optimizer.step\(\)`')
         self.sched.step()

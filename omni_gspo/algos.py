@@ -146,13 +146,15 @@ def policy_loss(name:str, # a key of `POLICY_LOSSES`
     return fn(logp, old_logp, advantages, mask, **kwargs)
 
 # %% ../nbs/05_algos.ipynb #f99eb65b
-KL_ESTIMATORS = {'kl': 'k1', 'k1': 'k1', 'abs': 'abs', 'mse': 'k2', 'k2': 'k2', 'low_var_kl': 'k3', 'k3': 'k3'}   # verl's names
+KL_ESTIMATORS = {'kl': 'k1', 'k1': 'k1', 'abs': 'abs', 'mse': 'k2', 'k2': 'k2', 'low_var_kl': 'k3', 'k3': 'k3'}  # verl
 
 def kl_estimator(name:str)->str:
     "The estimator verl's `kl_penalty` name `name` stands for: 'k1', 'abs', 'k2' or 'k3' (clamped); or a `ValueError`."
-    if name == 'full': raise ValueError("KL estimator 'full' (verl: the KL of the whole distributions over the vocabulary) needs "
-                                        "every token's log-prob, not only the sampled one's; not supported: use low_var_kl (k3), k1, k2 or abs")
-    if name not in KL_ESTIMATORS: raise ValueError(f"KL estimator {name!r} is not one of {', '.join(KL_ESTIMATORS)} (verl's kl_penalty names)")
+    if name == 'full': raise ValueError("KL estimator 'full' (verl: the KL of the whole distributions over the "
+                                        "vocabulary) needs every token's log-prob, not only the sampled one's; "
+                                        "not supported: use low_var_kl (k3), k1, k2 or abs")
+    if name not in KL_ESTIMATORS:
+        raise ValueError(f"KL estimator {name!r} is not one of {', '.join(KL_ESTIMATORS)} (verl's kl_penalty names)")
     return KL_ESTIMATORS[name]
 
 def kl_penalty(logp:torch.Tensor, # [B, T] log-probs of the sampled tokens under the current policy
@@ -185,15 +187,16 @@ def seq_log_is_weight(rollout_logp:torch.Tensor, # [B, T] log-probs reported by 
     return ((old_logp - rollout_logp) * mask.to(old_logp.dtype)).sum(-1).clamp(-20.0, 20.0)
 
 def rollout_correction_weights(rollout_logp:torch.Tensor, old_logp:torch.Tensor, mask:torch.Tensor,
-                               mode:str='tis', # 'tis' truncates at hi; 'mis' rejects responses whose weight is outside [lo, hi]
+                               mode:str='tis', # 'tis' truncates at hi; 'mis' rejects weights outside [lo, hi]
                                hi:float=2.0, lo:float=0.5,
                               )->tuple[torch.Tensor, torch.Tensor, dict]:
-    "Per-sequence weights [B] for the loss (`seq_weights`), the responses kept [B] (bool), and the fraction truncated or rejected."
+    "Per-sequence weights [B] for the loss (`seq_weights`), the responses kept [B] (bool), the share truncated/rejected"
     if mode not in ('tis', 'mis'): raise ValueError(f"rollout correction mode {mode!r} is not one of tis, mis")
     with torch.no_grad():
         w = seq_log_is_weight(rollout_logp, old_logp, mask).exp()
         if mode == 'tis':
-            return w.clamp(max=hi), torch.ones_like(w, dtype=torch.bool), {'rollout_corr/seq_truncated_fraction': (w > hi).double().mean().item()}
+            kept = torch.ones_like(w, dtype=torch.bool)
+            return w.clamp(max=hi), kept, {'rollout_corr/seq_truncated_fraction': (w > hi).double().mean().item()}
         inside = (w >= lo) & (w <= hi)
         return w * inside, inside, {'rollout_corr/seq_masked_fraction': (~inside).double().mean().item()}
 

@@ -265,7 +265,7 @@ def step(self:ColocatedWorker, step:int, rows:list[int], # this rank's rows of t
     par['training/rollout_actor_probs_pearson_corr'] = all_reduce_values([par['training/rollout_actor_probs_pearson_corr']], 'min')[0]
     check_parity(par, cfg.rollout.min_probs_pearson, step)
     t3 = time.perf_counter()
-    upd = actor.update(ro, adv.to(old.device), old, cfg.rollout.n, keep=keep)   # with the rollout correction (`07_actor`)
+    upd = actor.update(ro, adv.to(old.device), old, cfg.rollout.n, keep=keep)   # rollout correction included
     upd |= rollout.update_weights(actor.model)
     t4 = time.perf_counter()
     lens = ro.response_mask.sum(1).float().cpu()

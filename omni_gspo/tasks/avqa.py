@@ -11,8 +11,8 @@ import numpy as np
 from ..config import atomic_path, atomic_write_text
 from ..data import read_rows, rl_row
 from ..media import MediaError, load_audio, load_image, png_bytes, write_wav
-from .common import (COLOURS, Dropped, as_text, beeps, choices, convert_splits, converter_parser, file_problem,
-                                    has_espeak, random_shapes, run_converter, shapes_image, speak)
+from .common import (COLOURS, Dropped, as_text, beeps, choices, convert_splits, converter_parser,
+                                    file_problem, has_espeak, random_shapes, run_converter, shapes_image, speak)
 
 # %% auto #0
 __all__ = ['AVQA_SOURCE', 'AVQA_OUTPUTS', 'AVQA_FILES', 'AVQA_DROP_REASONS', 'SYSTEM_PROMPT', 'OPTION', 'SOLUTION',
@@ -24,8 +24,8 @@ AVQA_SOURCE = 'avqa_r1_6k'
 AVQA_OUTPUTS = {'train': 'train', 'valid': 'validation'}   # source split folder -> output split name
 AVQA_FILES = {'train': 'train/omni_rl_format_train.json', 'valid': 'valid/omni_rl_format_valid.json'}   # per source split
 AVQA_DROP_REASONS = ('invalid_record', 'empty_problem', 'unsupported_modality', 'invalid_options', 'invalid_solution',
-                     'media_path_outside_split', 'unsafe_path', 'media_link_outside_split', 'missing_image', 'missing_audio',
-                     'not_a_file', 'unreadable_file', 'bad_image', 'bad_audio')
+                     'media_path_outside_split', 'unsafe_path', 'media_link_outside_split', 'missing_image',
+                     'missing_audio', 'not_a_file', 'unreadable_file', 'bad_image', 'bad_audio')
 SYSTEM_PROMPT = ("Consider the question the way a person would when thinking it over carefully, paying close attention "
                  "to both what you see in the image and what you hear in the audio. Reason in a natural, conversational "
                  "way, with expressions such as \"let me think\", \"wait\", \"hmm\" or \"oh, I see\", and check your "
@@ -120,7 +120,7 @@ def avqa_row(rec, index:int, split:str, # output split name
     paths = rec.get('path') if isinstance(rec.get('path'), dict) else {}
     image = media_path(split_dir, paths.get('image'), 'missing_image')
     audio = media_path(split_dir, paths.get('audio'), 'missing_audio')
-    try: load_image(image, 'AVQA'); load_audio(audio, 'AVQA')        # decodes: a corrupt file is a drop, not a crash in training
+    try: load_image(image, 'AVQA'); load_audio(audio, 'AVQA')        # a corrupt file: a drop, not a crash in training
     except MediaError as e: raise Dropped(e.reason) from None         # 'bad_image' or 'bad_audio'
     user = '<image><audio>' + problem.strip() + '\nOptions:\n' + '\n'.join(f'{L}. {t}' for L, t in options.items())
     extra = {'split': split, 'index': index, 'problem_id': as_text(rec.get('problem_id')), 'dataset': 'AVQA-R1-6K',

@@ -97,7 +97,7 @@ def convert_splits(splits:dict[str, list[tuple[Path, list]]], # split name -> it
                    output_dir:str|Path,
                    summary=None, # `summary(rows)` -> extra stats of a split's kept rows, e.g. its answer types
                   )->dict:
-    "Convert every split, then write each that kept rows to `output_dir/{split}.parquet`; stats per split (input, kept, dropped, output). An empty split raises `EmptySplitError` once the others are written."
+    "Convert every split, write each that kept rows to `output_dir/{split}.parquet`; stats per split, or `EmptySplitError`"
     converted, stats = {}, {}
     for split, files in splits.items():
         s = stats[split] = {'split': split, 'input': sum(len(recs) for _, recs in files)}
@@ -108,7 +108,7 @@ def convert_splits(splits:dict[str, list[tuple[Path, list]]], # split name -> it
     for split, rows in converted.items():
         stats[split]['output'] = str(write_rl_parquet(rows, Path(output_dir)/f'{split}.parquet'))
     for s in stats.values():
-        if s['output'] is None: (Path(output_dir)/f"{s['split']}.parquet").unlink(missing_ok=True)   # no stale file of an earlier run
+        if s['output'] is None: (Path(output_dir)/f"{s['split']}.parquet").unlink(missing_ok=True)   # an earlier run's
     if (e := _empty_split_error(stats)): raise e
     return stats
 

@@ -89,13 +89,15 @@ def gsm8k_inputs(input:str|Path,
                  subset:str='main', # the subfolder read when the folder is a Hugging Face download (`GSM8K_SUBSETS`)
                 )->dict[str, list[Path]]:
     "Input files by split: one file, the `train*`/`test*` files of a folder, or those of its `subset/` subfolder."
-    if subset not in GSM8K_SUBSETS: raise DataError(f"GSM8K subset {subset!r}: expected one of {', '.join(GSM8K_SUBSETS)}")
+    if subset not in GSM8K_SUBSETS:
+        raise DataError(f"GSM8K subset {subset!r}: expected one of {', '.join(GSM8K_SUBSETS)}")
     p = Path(input)
     if p.is_file(): return {split_of(p): [p]}
     if not p.is_dir(): raise DataError(f"GSM8K input {str(p)!r} does not exist")
     out = _split_files(p) or ((p/subset).is_dir() and _split_files(p/subset))
-    if not out: raise DataError(f"GSM8K folder {str(p)!r} has no train* or test* file ({', '.join(_SUFFIXES)}), directly or in a "
-                                f"{subset}/ subfolder as the Hugging Face download of openai/gsm8k has ({subset}/train-00000-of-00001.parquet)")
+    if not out: raise DataError(f"GSM8K folder {str(p)!r} has no train* or test* file ({', '.join(_SUFFIXES)}), "
+                                f"directly or in a {subset}/ subfolder as the Hugging Face download of openai/gsm8k "
+                                f"has ({subset}/train-00000-of-00001.parquet)")
     return out
 
 # %% ../../nbs/02c_task_gsm8k.ipynb #6544f8be
@@ -117,14 +119,16 @@ def convert_gsm8k(input:str|Path, # a GSM8K-format file, or a folder of train*/t
                   subset:str='main', # the subfolder of a Hugging Face download to read, see `gsm8k_inputs`
                  )->dict:
     "Convert GSM8K-format data to `train.parquet` / `test.parquet` in `output_dir`; print and return stats per split."
-    splits = {split: [(f, read_rows(f, 'GSM8K file')) for f in paths] for split, paths in gsm8k_inputs(input, subset).items()}
+    splits = {split: [(f, read_rows(f, 'GSM8K file')) for f in paths]
+              for split, paths in gsm8k_inputs(input, subset).items()}
     return convert_splits(splits, lambda split: lambda r, i: gsm8k_row(r, i, split), GSM8K_DROP_REASONS, 'GSM8K file', output_dir)
 
 # %% ../../nbs/02c_task_gsm8k.ipynb #4590a8f1
 def main(argv:list[str]|None=None)->dict:
     "Command line: convert GSM8K-format data to RL parquet files; returns the stats."
     p = converter_parser('gsm8k', 'Convert GSM8K-format problems to verl RL parquet files.')
-    p.add_argument('--subset', default='main', choices=GSM8K_SUBSETS, help="the subfolder read from a Hugging Face download of openai/gsm8k")
+    p.add_argument('--subset', default='main', choices=GSM8K_SUBSETS,
+                   help="the subfolder read from a Hugging Face download of openai/gsm8k")
     return run_converter(p, lambda a: convert_gsm8k(a.input, a.output, a.subset), argv)
 
 # %% ../../nbs/02c_task_gsm8k.ipynb #8d6011b4
