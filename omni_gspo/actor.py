@@ -7,7 +7,7 @@ from __future__ import annotations
 import math, warnings
 import torch
 from fastcore.basics import patch
-from .algos import agg_loss, kl_loss, opd_loss, policy_loss
+from .algos import agg_loss, kl_estimator, kl_loss, opd_loss, policy_loss, rollout_correction_weights
 from .config import ConfigError
 from .model import completion_logprobs, full_tensor, lora_modules, module_mode
 from .platform import all_reduce_values, world_size
@@ -71,6 +71,9 @@ class Actor:
         self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lr_factor(o.lr_scheduler, o.warmup_steps, total_steps, o.min_lr_ratio))
         self.grad_clip, self.loss_name, self.loss_kwargs = o.grad_clip, algo.policy_loss, loss_kwargs(algo)
         self.entropy_coeff, self.kl_coef, self.kl_type, self.opd_coef = algo.entropy_coeff, algo.kl_coef, algo.kl_type, algo.opd_coef
+        try: kl_estimator(self.kl_type)                               # verl's names; 'full' refused before any rollout
+        except ValueError as e: raise ConfigError(f"algorithm.kl_type: {e}") from None
+        self.rollout_is, self.rollout_is_threshold = algo.rollout_is, algo.rollout_is_threshold
         if self.kl_coef > 0 and not lora_modules(model):
             raise ConfigError("algorithm.kl_coef > 0 needs a LoRA policy (model.lora_rank > 0): the reference is the base model with the adapter disabled")
 
@@ -143,11 +146,13 @@ def merge_metrics(ms:list[dict], weights:list[float], # one weight per dict, for
     return {k: ops[how(k)]([m[k] for m in ms]) for k in ms[0]}
 
 @patch
-def _nothing_to_learn(self:Actor, adv_rows, mask_rows, teacher_logp)->bool:
+def _nothing_to_learn(self:Actor, adv_rows, mask_rows,
+                      opd_rows=None, # the distillation term's mask of the rows, when there is a teacher
+                     )->bool:
     "True when a mini-batch's loss has no gradient: no kept token, or only zero advantages and no other term."
-    if teacher_logp is not None: return False                       # the teacher's signal needs no advantage
     has_tok = mask_rows.sum(-1) > 0
     here = not bool(has_tok.any()) or (not (self.entropy_coeff or self.kl_coef) and bool((adv_rows[has_tok] == 0).all()))
+    if opd_rows is not None: here = here and not bool(opd_rows.any())   # the teacher's signal needs no advantage
     return bool(all_reduce_values([float(here)], 'min')[0])          # only when no rank has anything
 
 def _divisors(mask)->dict:
@@ -156,7 +161,8 @@ def _divisors(mask)->dict:
     return dict(num_seqs=max(seqs, 1.0), num_tokens=max(toks, 1.0))
 
 @patch
-def _micro_loss(self:Actor, ro, rows, adv, old_logp, mask, div, seq_weights, ref_logp, teacher_logp, opd_div)->tuple[torch.Tensor, dict]:
+def _micro_loss(self:Actor, ro, rows, adv, old_logp, mask, opd_mask, div, seq_weights, ref_logp, teacher_logp,
+                opd_div)->tuple[torch.Tensor, dict]:
     "The loss of one micro-batch, scaled by the whole mini-batch's divisors `div`, and its metrics."
     logp, ent = self._logprobs(ro, rows, with_entropy=True)
     a = adv[rows][:, None].expand_as(logp) if self.loss_name == 'gspo_token' else adv[rows]
@@ -170,26 +176,34 @@ def _micro_loss(self:Actor, ro, rows, adv, old_logp, mask, div, seq_weights, ref
     if ref_logp is not None:
         kl, km = kl_loss(logp, ref_logp[rows], mask, self.kl_coef, self.kl_type, loss_agg_mode=self.agg, **div); loss = loss + kl; m |= km
     if teacher_logp is not None:
-        d, dm = opd_loss(logp, old_logp[rows], teacher_logp[rows], ro.response_mask[rows], **opd_div); loss = loss + self.opd_coef * d; m |= dm
+        d, dm = opd_loss(logp, old_logp[rows], teacher_logp[rows], opd_mask, **opd_div)
+        loss = loss + self.opd_coef * d; m |= dm
     return loss, m | {'actor/loss': loss.item()}
 
 @patch
-def _accumulate(self:Actor, ro, rows, adv, old_logp, mask, seq_weights=None, ref_logp=None, teacher_logp=None)->dict:
+def _accumulate(self:Actor, ro, rows, adv, old_logp, mask, opd_mask, seq_weights=None, ref_logp=None,
+                teacher_logp=None)->dict:
     "Backward of the mini-batch `rows`, micro-batch by micro-batch: the gradients add up to the mini-batch's; its metrics."
-    div, opd_div = _divisors(mask[rows]), _divisors(ro.response_mask[rows])
+    div, opd_div = _divisors(mask[rows]), _divisors(opd_mask[rows])
     ms, weights = [], []
     groups, real = self._micro(ro, rows)
     for i, r in enumerate(groups):
-        loss, m = self._micro_loss(ro, r, adv, old_logp, mask[r], div, seq_weights, ref_logp, teacher_logp, opd_div)
+        loss, m = self._micro_loss(ro, r, adv, old_logp, mask[r], opd_mask[r], div, seq_weights, ref_logp, teacher_logp,
+                                   opd_div)
         (loss * (self.world if i < real else 0)).backward()            # a repeat only keeps the ranks in step
-        if i < real: ms.append(m); weights.append(float(ro.response_mask[r].sum()))
+        if i < real: ms.append(m); weights.append(float(opd_mask[r].sum()))
     return merge_metrics(ms, weights) | {'actor/micro_batches': float(len(groups))}
 
 @patch
-def _step(self:Actor, ro, rows, adv, old_logp, mask, seq_weights=None, ref_logp=None, teacher_logp=None):
+def _step(self:Actor, ro, rows, adv, old_logp,
+          mask, # [N, R] the tokens the policy loss, entropy and KL train on
+          seq_weights=None, ref_logp=None, teacher_logp=None,
+          opd_mask=None, # [N, R] the distillation term's tokens: all but rejected ones (default `ro.response_mask`)
+         ):
     "One optimizer step on the responses `rows`; None (and no step at all) when there is nothing to learn."
-    if self._nothing_to_learn(adv[rows], mask[rows], teacher_logp): return None
-    m = self._accumulate(ro, rows, adv, old_logp, mask, seq_weights, ref_logp, teacher_logp)
+    opd_mask = ro.response_mask if opd_mask is None else opd_mask
+    if self._nothing_to_learn(adv[rows], mask[rows], None if teacher_logp is None else opd_mask[rows]): return None
+    m = self._accumulate(ro, rows, adv, old_logp, mask, opd_mask, seq_weights, ref_logp, teacher_logp)
     norm = full_tensor(torch.nn.utils.clip_grad_norm_(self.params, self.grad_clip)).item()   # the norm over all shards
     if math.isfinite(norm): self.opt.step()
     self.opt.zero_grad(set_to_none=True)
@@ -197,21 +211,32 @@ def _step(self:Actor, ro, rows, adv, old_logp, mask, seq_weights=None, ref_logp=
 
 # %% ../nbs/07_actor.ipynb #bdbbc5b5
 @patch
+def _rollout_correction(self:Actor, ro, old_logp)->tuple[torch.Tensor|None, torch.Tensor|None, dict]:
+    "`algorithm.rollout_is` weights [N] and the responses it keeps [N] (None, None when off), and its metrics."
+    if self.rollout_is == 'none': return None, None, {}
+    thr = self.rollout_is_threshold
+    w, ok, m = rollout_correction_weights(ro.logprobs, old_logp, ro.response_mask, self.rollout_is, hi=thr, lo=1 / thr)
+    if self.rollout_is == 'mis': m['rollout_corr/rejected_responses'] = all_reduce_values([float((~ok).sum())])[0]
+    return w, ok, m
+
+@patch
 def update(self:Actor, ro, advantages:torch.Tensor, # [N] one per response
            old_logp:torch.Tensor, # [N, R] from `logprobs` before the update
            n:int, # responses per prompt
-           seq_weights:torch.Tensor|None=None, # [N] rollout-correction weights, if any
-           keep:torch.Tensor|None=None, # [N] bool: responses to train on (default all)
+           keep:torch.Tensor|None=None, # [N] bool: responses the GSPO terms train on (default all)
           )->dict:
     "One optimizer step per mini-batch of `ppo_mini_batch_size` prompts, then one step of the lr schedule; metrics averaged over the steps taken."
     ref = self.reference_logprobs(ro) if self.kl_coef > 0 else None
     teacher = self.teacher_logprobs(ro) if self.teacher is not None else None
-    mask = ro.response_mask if keep is None else ro.response_mask * keep[:, None].to(ro.response_mask.dtype)
+    w, accepted, corr = self._rollout_correction(ro, old_logp)
+    rm = ro.response_mask
+    valid = rm if accepted is None else rm * accepted[:, None].to(rm.dtype)   # a rejected response leaves every term
+    mask = valid if keep is None else valid * keep[:, None].to(rm.dtype)
     rows_per_mb, N = self.mini_batch * n, ro.response_ids.shape[0]
     lr = self.opt.param_groups[0]['lr']
     with module_mode(self.model, True):
-        ms = [self._step(ro, torch.arange(s, min(s + rows_per_mb, N), device=mask.device), advantages, old_logp, mask, seq_weights, ref, teacher)
-              for s in range(0, N, rows_per_mb)]
+        ms = [self._step(ro, torch.arange(s, min(s + rows_per_mb, N), device=mask.device), advantages, old_logp, mask,
+                         w, ref, teacher, valid) for s in range(0, N, rows_per_mb)]
     with warnings.catch_warnings():   # the schedule counts training steps, also those without an optimizer step
         warnings.filterwarnings('ignore', message=r'Detected call of `lr_scheduler.step\(\)` before `optimizer.step\(\)`')
         self.sched.step()
@@ -221,4 +246,4 @@ def update(self:Actor, ro, advantages:torch.Tensor, # [N] one per response
     out['actor/empty_updates'] = len(ms) - len(taken)
     out['actor/updates'] = len(taken)
     out['actor/lr'] = lr
-    return out
+    return out | corr

@@ -9,7 +9,7 @@ import torch
 
 # %% auto #0
 __all__ = ['LOSS_AGG_MODES', 'POLICY_LOSSES', 'KL_ESTIMATORS', 'zero_std_groups', 'group_advantages', 'masked_mean', 'agg_loss',
-           'clipped_surrogate', 'vanilla_loss', 'gspo_loss', 'policy_loss', 'kl_penalty', 'kl_loss',
+           'clipped_surrogate', 'vanilla_loss', 'gspo_loss', 'policy_loss', 'kl_estimator', 'kl_penalty', 'kl_loss',
            'seq_log_is_weight', 'rollout_correction_weights', 'rollout_correction_metrics', 'opd_loss']
 
 # %% ../nbs/05_algos.ipynb #25156e5e
@@ -146,23 +146,32 @@ def policy_loss(name:str, # a key of `POLICY_LOSSES`
     return fn(logp, old_logp, advantages, mask, **kwargs)
 
 # %% ../nbs/05_algos.ipynb #f99eb65b
-KL_ESTIMATORS = ('k1', 'k3', 'low_var_kl')
+KL_ESTIMATORS = {'kl': 'k1', 'k1': 'k1', 'abs': 'abs', 'mse': 'k2', 'k2': 'k2', 'low_var_kl': 'k3', 'k3': 'k3'}  # verl
+
+def kl_estimator(name:str)->str:
+    "The estimator verl's `kl_penalty` name `name` stands for: 'k1', 'abs', 'k2' or 'k3' (clamped); or a `ValueError`."
+    if name == 'full': raise ValueError("KL estimator 'full' (verl: the KL of the whole distributions over the "
+                                        "vocabulary) needs every token's log-prob, not only the sampled one's; "
+                                        "not supported: use low_var_kl (k3), k1, k2 or abs")
+    if name not in KL_ESTIMATORS:
+        raise ValueError(f"KL estimator {name!r} is not one of {', '.join(KL_ESTIMATORS)} (verl's kl_penalty names)")
+    return KL_ESTIMATORS[name]
 
 def kl_penalty(logp:torch.Tensor, # [B, T] log-probs of the sampled tokens under the current policy
                ref_logp:torch.Tensor, # [B, T] the same under the reference policy
-               kind:str='low_var_kl', # one of `KL_ESTIMATORS`
+               kind:str='low_var_kl', # a name of `KL_ESTIMATORS`
               )->torch.Tensor:
-    "Per-token estimate [B, T] of KL(current || reference)."
-    if kind not in KL_ESTIMATORS: raise ValueError(f"KL estimator {kind!r} is not one of {', '.join(KL_ESTIMATORS)}")
-    if kind == 'k1': return logp - ref_logp
-    delta = ref_logp - logp
-    if kind == 'k3': return delta.exp() - delta - 1
-    delta = delta.clamp(-20.0, 20.0)
+    "Per-token estimate [B, T] of KL(current || reference), as verl's `kl_penalty(logp, ref_logp, kind)`."
+    est, diff = kl_estimator(kind), logp - ref_logp
+    if est == 'k1': return diff
+    if est == 'abs': return diff.abs()
+    if est == 'k2': return 0.5 * diff.square()
+    delta = (-diff).clamp(-20.0, 20.0)                                 # log(ref / current), finite under exp
     return (delta.exp() - delta - 1).clamp(-10.0, 10.0)
 
 def kl_loss(logp:torch.Tensor, ref_logp:torch.Tensor, mask:torch.Tensor,
             coef:float=1e-3, # the loss is coef * agg(kl)
-            kind:str='low_var_kl', # one of `KL_ESTIMATORS`
+            kind:str='low_var_kl', # a name of `KL_ESTIMATORS`
             loss_agg_mode:str='token-mean', num_seqs:float|None=None, num_tokens:float|None=None, # see `agg_loss`
            )->tuple[torch.Tensor, dict]:
     "KL-to-reference loss term and its metrics (the aggregated KL before the coefficient)."
@@ -178,16 +187,18 @@ def seq_log_is_weight(rollout_logp:torch.Tensor, # [B, T] log-probs reported by 
     return ((old_logp - rollout_logp) * mask.to(old_logp.dtype)).sum(-1).clamp(-20.0, 20.0)
 
 def rollout_correction_weights(rollout_logp:torch.Tensor, old_logp:torch.Tensor, mask:torch.Tensor,
-                               mode:str='tis', # 'tis' truncates at hi; 'mis' zeroes weights outside [lo, hi]
+                               mode:str='tis', # 'tis' truncates at hi; 'mis' rejects weights outside [lo, hi]
                                hi:float=2.0, lo:float=0.5,
-                              )->tuple[torch.Tensor, dict]:
-    "Per-sequence weights [B] for the loss (`seq_weights`), and the fraction of sequences truncated or masked."
+                              )->tuple[torch.Tensor, torch.Tensor, dict]:
+    "Per-sequence weights [B] for the loss (`seq_weights`), the responses kept [B] (bool), the share truncated/rejected"
     if mode not in ('tis', 'mis'): raise ValueError(f"rollout correction mode {mode!r} is not one of tis, mis")
     with torch.no_grad():
         w = seq_log_is_weight(rollout_logp, old_logp, mask).exp()
-        if mode == 'tis': return w.clamp(max=hi), {'rollout_corr/seq_truncated_fraction': (w > hi).double().mean().item()}
+        if mode == 'tis':
+            kept = torch.ones_like(w, dtype=torch.bool)
+            return w.clamp(max=hi), kept, {'rollout_corr/seq_truncated_fraction': (w > hi).double().mean().item()}
         inside = (w >= lo) & (w <= hi)
-        return w * inside, {'rollout_corr/seq_masked_fraction': (~inside).double().mean().item()}
+        return w * inside, inside, {'rollout_corr/seq_masked_fraction': (~inside).double().mean().item()}
 
 def rollout_correction_metrics(rollout_logp:torch.Tensor, old_logp:torch.Tensor, mask:torch.Tensor)->dict:
     "Rollout↔trainer mismatch: log-perplexity difference, k3 KL, sequence χ² and IS-weight statistics."

@@ -122,9 +122,11 @@ class AlgorithmConfig(Section):
     loss_agg_mode: str = choice('seq-mean-token-mean', 'token-mean', 'seq-mean-token-sum')  # GSPO is defined with the first
     entropy_coeff: float = 0.0      # subtract coeff * entropy from the loss (entropy is always logged)
     kl_coef: float = 0.0            # KL to the reference (the base model with the LoRA adapter disabled); 0 = off
-    kl_type: str = choice('low_var_kl', 'k1', 'k3')
+    kl_type: str = choice('low_var_kl', 'k3', 'kl', 'k1', 'abs', 'mse', 'k2', 'full')  # verl's names: k3 = low_var_kl
+                                    # (clamped), k2 = mse, k1 = kl; 'full' is refused
     rollout_is: str = choice('none', 'tis', 'mis')  # sequence-level correction between rollout and old log-probs
-    rollout_is_threshold: float = 2.0 # TIS truncates weights at this; MIS masks weights outside [1/this, this]
+    rollout_is_threshold: float = 2.0 # TIS truncates weights at this; MIS rejects a response whose weight is outside
+                                    # [1/this, this]: it leaves every loss term, metric and divisor
     opd_teacher: str = ''           # on-policy distillation: teacher checkpoint folder ('' = off)
     opd_coef: float = 1.0           # weight of the distillation loss added to the policy loss
 

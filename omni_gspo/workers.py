@@ -20,7 +20,7 @@ from .platform import all_reduce_values, ensure_process_group, fp32_gemm_sums, p
 from .fsdp import checkpoint_layers, compile_units, shard_model
 from .model import DTYPES, adapter_for, base_model, configure_trainable, export_weights, full_tensor, load_model, load_tokenizer, lora_modules, resolve_model_path
 from .rewards import part_means, score_batch
-from .algos import group_advantages, rollout_correction_metrics, rollout_correction_weights, zero_std_groups
+from .algos import group_advantages, rollout_correction_metrics, zero_std_groups
 from .rollout import engine_class, rollout_parity
 from .actor import Actor
 from .records import rollout_records, write_rollout_records
@@ -264,10 +264,8 @@ def step(self:ColocatedWorker, step:int, rows:list[int], # this rank's rows of t
     par = rollout_parity(ro.logprobs, old, ro.response_mask)
     par['training/rollout_actor_probs_pearson_corr'] = all_reduce_values([par['training/rollout_actor_probs_pearson_corr']], 'min')[0]
     check_parity(par, cfg.rollout.min_probs_pearson, step)
-    mode, thr = al.rollout_is, al.rollout_is_threshold
-    w, wm = rollout_correction_weights(ro.logprobs, old, ro.response_mask, mode, hi=thr, lo=1 / thr) if mode != 'none' else (None, {})
     t3 = time.perf_counter()
-    upd = actor.update(ro, adv.to(old.device), old, cfg.rollout.n, seq_weights=w, keep=keep)
+    upd = actor.update(ro, adv.to(old.device), old, cfg.rollout.n, keep=keep)   # rollout correction included
     upd |= rollout.update_weights(actor.model)
     t4 = time.perf_counter()
     lens = ro.response_mask.sum(1).float().cpu()
@@ -275,7 +273,7 @@ def step(self:ColocatedWorker, step:int, rows:list[int], # this rank's rows of t
     m = {'reward/frac_zero_std': frac_zero, **rmetrics,   # reward mean and std: from all ranks' rewards, by the driver
          'response_length/mean': lens.mean().item(), 'response_length/max': lens.max().item(),
          'response_length/clip_ratio': sum(r == 'length' for r in ro.finish_reasons) / len(ro.finish_reasons),
-         **par, **rollout_correction_metrics(ro.logprobs, old, ro.response_mask), **wm, **upd,
+         **par, **rollout_correction_metrics(ro.logprobs, old, ro.response_mask), **upd,
          'timing_s/gen': t1 - t0, 'timing_s/reward': t2 - t1, 'timing_s/old_log_prob': t3 - t2, 'timing_s/update': t4 - t3,
          'timing_s/step': t4 - t0, 'perf/tokens_per_s': ntok / (t4 - t0), 'perf/gen_tokens_per_s': ntok / (t1 - t0),
          'perf/max_memory_gb': peak_memory_gb(actor.device)}

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 from ..config import atomic_path, atomic_write_text
 from ..data import read_rows, rl_row
-from ..media import png_bytes, write_wav
-from .common import (COLOURS, Dropped, as_text, beeps, choices, convert_splits, converter_parser, has_espeak,
-                                    random_shapes, run_converter, shapes_image, speak)
+from ..media import MediaError, load_audio, load_image, png_bytes, write_wav
+from .common import (COLOURS, Dropped, as_text, beeps, choices, convert_splits, converter_parser,
+                                    file_problem, has_espeak, random_shapes, run_converter, shapes_image, speak)
 
 # %% auto #0
 __all__ = ['AVQA_SOURCE', 'AVQA_OUTPUTS', 'AVQA_FILES', 'AVQA_DROP_REASONS', 'SYSTEM_PROMPT', 'OPTION', 'SOLUTION',
@@ -24,7 +24,8 @@ AVQA_SOURCE = 'avqa_r1_6k'
 AVQA_OUTPUTS = {'train': 'train', 'valid': 'validation'}   # source split folder -> output split name
 AVQA_FILES = {'train': 'train/omni_rl_format_train.json', 'valid': 'valid/omni_rl_format_valid.json'}   # per source split
 AVQA_DROP_REASONS = ('invalid_record', 'empty_problem', 'unsupported_modality', 'invalid_options', 'invalid_solution',
-                     'media_path_outside_split', 'media_link_outside_split', 'missing_image', 'missing_audio')
+                     'media_path_outside_split', 'unsafe_path', 'media_link_outside_split', 'missing_image',
+                     'missing_audio', 'not_a_file', 'unreadable_file', 'bad_image', 'bad_audio')
 SYSTEM_PROMPT = ("Consider the question the way a person would when thinking it over carefully, paying close attention "
                  "to both what you see in the image and what you hear in the audio. Reason in a natural, conversational "
                  "way, with expressions such as \"let me think\", \"wait\", \"hmm\" or \"oh, I see\", and check your "
@@ -52,12 +53,14 @@ def solution_letter(solution, options:dict[str, str])->str:
 def media_path(split_dir:str, # absolute split folder
                rel, missing:str, # path from the record, and the drop reason if the file does not exist
               )->str:
-    "Absolute path of a media file inside `split_dir`, also once symbolic links are resolved; or `Dropped`."
+    "Absolute path of a readable media file inside `split_dir`, also once symbolic links are resolved; or `Dropped`."
     if not isinstance(rel, str) or not rel.strip(): raise Dropped(missing)
-    p = os.path.normpath(os.path.join(split_dir, rel))
+    p = os.path.normpath(os.path.join(split_dir, rel))                 # text only: no system call yet
     if os.path.commonpath([p, split_dir]) != split_dir: raise Dropped('media_path_outside_split')
+    problem = file_problem(p)
+    if problem == 'unsafe_path': raise Dropped(problem)                # before realpath, which raises on a NUL byte
     if not Path(os.path.realpath(p)).is_relative_to(os.path.realpath(split_dir)): raise Dropped('media_link_outside_split')
-    if not os.path.isfile(p): raise Dropped(missing)
+    if problem: raise Dropped(missing if problem == 'missing_file' else problem)
     return p
 
 # %% ../../nbs/02e_task_avqa.ipynb #491d08a4
@@ -117,6 +120,8 @@ def avqa_row(rec, index:int, split:str, # output split name
     paths = rec.get('path') if isinstance(rec.get('path'), dict) else {}
     image = media_path(split_dir, paths.get('image'), 'missing_image')
     audio = media_path(split_dir, paths.get('audio'), 'missing_audio')
+    try: load_image(image, 'AVQA'); load_audio(audio, 'AVQA')        # a corrupt file: a drop, not a crash in training
+    except MediaError as e: raise Dropped(e.reason) from None         # 'bad_image' or 'bad_audio'
     user = '<image><audio>' + problem.strip() + '\nOptions:\n' + '\n'.join(f'{L}. {t}' for L, t in options.items())
     extra = {'split': split, 'index': index, 'problem_id': as_text(rec.get('problem_id')), 'dataset': 'AVQA-R1-6K',
              'problem_type': as_text(rec.get('problem_type')), 'raw_problem': problem, 'raw_solution': rec['solution'],

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/02b_tasks.ipynb #563790b4
 from __future__ import annotations
-import argparse, io, json, random, shutil, subprocess, tempfile
+import argparse, errno, io, json, os, random, shutil, stat, subprocess, tempfile
 from pathlib import Path
 import numpy as np
 import pandas as pd
@@ -14,9 +14,10 @@ from ..data import DataError, rl_row, write_rl_parquet
 from ..media import PLACEHOLDER_RE, SAMPLE_RATE, example_from_rl_row, load_audio
 
 # %% auto #0
-__all__ = ['COLOURS', 'SHAPES', 'Dropped', 'convert_records', 'convert_split', 'as_text', 'convert_splits', 'print_stats',
-           'converter_parser', 'run_converter', 'shapes_image', 'text_image', 'random_shapes', 'choices', 'count_blobs',
-           'speak', 'beeps', 'has_espeak', 'count_beeps', 'csv_rl_rows', 'csv_to_rl']
+__all__ = ['FILE_PROBLEMS', 'COLOURS', 'SHAPES', 'Dropped', 'convert_records', 'file_problem', 'NoRowKept', 'EmptySplitError',
+           'convert_split', 'as_text', 'convert_splits', 'print_stats', 'converter_parser', 'run_converter',
+           'shapes_image', 'text_image', 'random_shapes', 'choices', 'count_blobs', 'speak', 'beeps', 'has_espeak',
+           'count_beeps', 'csv_rl_rows', 'csv_to_rl']
 
 # %% ../../nbs/02b_tasks.ipynb #4f81c0eb
 class Dropped(Exception):
@@ -37,17 +38,41 @@ def convert_records(records:list, # source records of one split
             dropped[e.reason] += 1
     return rows, dropped
 
+# %% ../../nbs/02b_tasks.ipynb #476eca61
+FILE_PROBLEMS = ('unsafe_path', 'missing_file', 'not_a_file', 'unreadable_file')
+
+def file_problem(path)->str|None:
+    "Why `path` cannot be read as a regular file (one of `FILE_PROBLEMS`), or None when it can."
+    if not isinstance(path, (str, os.PathLike)): return 'unsafe_path'
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode): return 'not_a_file'   # follows links; never opens a FIFO
+        with open(path, 'rb') as f: f.read(1)
+    except ValueError: return 'unsafe_path'        # embedded null byte; UnicodeEncodeError of an unencodable name
+    except OSError as e:
+        if e.errno == errno.ENAMETOOLONG: return 'unsafe_path'
+        if e.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP): return 'missing_file'
+        return 'unreadable_file'                   # PermissionError, EIO, ...
+    return None
+
 # %% ../../nbs/02b_tasks.ipynb #049405a7
+class NoRowKept(DataError):
+    "A file of a split that keeps no row; `dropped`: its drop counts."
+    def __init__(self, msg:str, dropped:dict): super().__init__(msg); self.dropped = dropped
+
+class EmptySplitError(DataError):
+    "Some splits kept no row; the others were written. `stats`: every split's, an empty one with its `error`."
+    def __init__(self, msg:str, stats:dict): super().__init__(msg); self.stats = stats
+
 def convert_split(files:list[tuple[Path, list]], # (file, its records) of one split, in order
                   make_row, # `make_row(record, index)` -> RL row, or raises `Dropped`; `index`: place in the split
                   reasons:tuple[str, ...], # every drop reason `make_row` may raise
                   what:str, # how errors name a file, e.g. 'GSM8K file'
                  )->tuple[list[dict], dict]:
-    "RL rows kept from a split's files and the drop counts by reason; a file that keeps no row is an error."
+    "RL rows kept from a split's files and the drop counts by reason; a file that keeps no row raises `NoRowKept`."
     rows, dropped, start = [], dict.fromkeys(reasons, 0), 0
     for path, recs in files:
         kept, d = convert_records(recs, lambda r, i, start=start: make_row(r, start + i), reasons, f'{what} {Path(path).name}')
-        if not kept: raise DataError(f"{what} {str(path)!r}: no row kept of {len(recs)}; dropped: {d}")
+        if not kept: raise NoRowKept(f"{what} {str(path)!r}: no row kept of {len(recs)}; dropped: {d}", d)
         rows += kept; start += len(recs)
         for k, n in d.items(): dropped[k] += n
     return rows, dropped
@@ -56,6 +81,15 @@ def as_text(v)->str:
     "A record's field as text: '' for None (a missing value in parquet or JSON)."
     return '' if v is None else str(v)
 
+# %% ../../nbs/02b_tasks.ipynb #dea7929b
+def _empty_split_error(stats:dict)->EmptySplitError|None:
+    "The error naming every split of `stats` that wrote nothing, and what was written; None if every split was."
+    empty = [s for s in stats.values() if s['output'] is None]
+    if not empty: return None
+    written = [s['output'] for s in stats.values() if s['output'] is not None]
+    why = '; '.join(f"split {s['split']!r}: {s['error']}" for s in empty)
+    return EmptySplitError(f"{why}; written: {', '.join(written) or 'nothing'}", stats)
+
 def convert_splits(splits:dict[str, list[tuple[Path, list]]], # split name -> its (file, records), in order
                    make_row, # `make_row(split)` -> that split's `make_row(record, index)`
                    reasons:tuple[str, ...], # every drop reason a `make_row` may raise
@@ -63,15 +97,19 @@ def convert_splits(splits:dict[str, list[tuple[Path, list]]], # split name -> it
                    output_dir:str|Path,
                    summary=None, # `summary(rows)` -> extra stats of a split's kept rows, e.g. its answer types
                   )->dict:
-    "Convert every split, then write each to `output_dir/{split}.parquet`; stats per split (input, kept, dropped, output)."
+    "Convert every split, write each that kept rows to `output_dir/{split}.parquet`; stats per split, or `EmptySplitError`"
     converted, stats = {}, {}
     for split, files in splits.items():
-        rows, dropped = convert_split(files, make_row(split), reasons, what)
-        stats[split] = {'split': split, 'input': sum(len(recs) for _, recs in files), 'kept': len(rows), 'dropped': dropped,
-                        **(summary(rows) if summary else {})}
+        s = stats[split] = {'split': split, 'input': sum(len(recs) for _, recs in files)}
+        try: rows, dropped = convert_split(files, make_row(split), reasons, what)
+        except NoRowKept as e: s |= {'kept': 0, 'dropped': e.dropped, 'output': None, 'error': str(e)}; continue
+        s |= {'kept': len(rows), 'dropped': dropped, **(summary(rows) if summary else {})}
         converted[split] = rows
     for split, rows in converted.items():
         stats[split]['output'] = str(write_rl_parquet(rows, Path(output_dir)/f'{split}.parquet'))
+    for s in stats.values():
+        if s['output'] is None: (Path(output_dir)/f"{s['split']}.parquet").unlink(missing_ok=True)   # an earlier run's
+    if (e := _empty_split_error(stats)): raise e
     return stats
 
 def print_stats(stats:dict[str, dict])->dict:
@@ -91,9 +129,11 @@ def converter_parser(task:str, # the module under `omni_gspo.tasks`
 def run_converter(p:argparse.ArgumentParser, # from `converter_parser`, plus any options of the task
                   convert, # `convert(args)` -> stats per split
                   argv:list[str]|None=None)->dict:
-    "Parse `argv`, convert, print the stats; a `DataError` ends the command with argparse's one-line error."
+    "Parse `argv`, convert, print the stats; a `DataError` ends the command with argparse's one-line error (exit 2)."
     a = p.parse_args(argv)
     try: return print_stats(convert(a))
+    except EmptySplitError as e:
+        print_stats(e.stats); p.error(f"{type(e).__name__}: {e}")
     except DataError as e: p.error(str(e))
 
 # %% ../../nbs/02b_tasks.ipynb #897286be
@@ -203,7 +243,7 @@ def csv_rl_rows(csv_path:str|Path, # columns `question`, `answer`, optional `ima
         paths = {k: [media_dir/n for n in names] for k, names in media.items()}
         for k, ps in paths.items():
             for p in ps:
-                if not p.is_file(): raise DataError(f"{loc}: {k} file {str(p)!r} does not exist")
+                if (why := file_problem(p)): raise DataError(f"{loc}: {k} file {str(p)!r}: {why.replace('_', ' ')}")
         q = r['question']
         if not PLACEHOLDER_RE.search(q): q = '<image>' * len(media['image']) + '<audio>' * len(media['audio']) + q
         prompt = ([{'role': 'system', 'content': system}] if system else []) + [{'role': 'user', 'content': q}]

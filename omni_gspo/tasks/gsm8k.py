@@ -10,8 +10,9 @@ from ..data import DataError, Example, read_rows, rl_row, write_rows
 from .common import Dropped, convert_splits, converter_parser, run_converter
 
 # %% auto #0
-__all__ = ['GSM8K_SOURCE', 'GSM8K_INSTRUCTION', 'GSM8K_SPLITS', 'GSM8K_DROP_REASONS', 'make_gsm8k_rows', 'write_gsm8k_source',
-           'gsm8k_examples', 'split_of', 'gsm8k_inputs', 'gsm8k_row', 'convert_gsm8k', 'main', 'gsm8k_reward']
+__all__ = ['GSM8K_SOURCE', 'GSM8K_INSTRUCTION', 'GSM8K_SPLITS', 'GSM8K_SUBSETS', 'GSM8K_DROP_REASONS', 'make_gsm8k_rows',
+           'write_gsm8k_source', 'gsm8k_examples', 'split_of', 'gsm8k_inputs', 'gsm8k_row', 'convert_gsm8k', 'main',
+           'gsm8k_reward']
 
 # %% ../../nbs/02c_task_gsm8k.ipynb #a325863b
 _NAMES = ['Tom', 'Ana', 'Liam', 'Mia', 'Noah', 'Zoe', 'Omar', 'Ivy']
@@ -67,6 +68,7 @@ def gsm8k_examples(rows:list[dict], # gsm8k-format rows
 
 # %% ../../nbs/02c_task_gsm8k.ipynb #1c43dfb1
 GSM8K_SPLITS = ('train', 'test')
+GSM8K_SUBSETS = ('main', 'socratic')   # the configs of openai/gsm8k: subfolders of its Hugging Face download
 _SPLIT_NAME = re.compile(r'(train|test)(?![A-Za-z0-9])')
 _SUFFIXES = ('.parquet', '.jsonl', '.json')
 
@@ -76,15 +78,26 @@ def split_of(path:str|Path)->str:
     if m is None: raise DataError(f"{path}: cannot tell the split from the file name; expected a name starting with 'train' or 'test'")
     return m[1]
 
-def gsm8k_inputs(input:str|Path)->dict[str, list[Path]]:
-    "Input files by split: one file, or the `train*`/`test*` files of a folder."
+def _split_files(folder:Path)->dict[str, list[Path]]:
+    "The `train*`/`test*` files directly in `folder`, by split, in name order."
+    out = {}
+    for f in sorted(folder.iterdir()):
+        if f.is_file() and f.suffix in _SUFFIXES and _SPLIT_NAME.match(f.stem): out.setdefault(split_of(f), []).append(f)
+    return out
+
+def gsm8k_inputs(input:str|Path,
+                 subset:str='main', # the subfolder read when the folder is a Hugging Face download (`GSM8K_SUBSETS`)
+                )->dict[str, list[Path]]:
+    "Input files by split: one file, the `train*`/`test*` files of a folder, or those of its `subset/` subfolder."
+    if subset not in GSM8K_SUBSETS:
+        raise DataError(f"GSM8K subset {subset!r}: expected one of {', '.join(GSM8K_SUBSETS)}")
     p = Path(input)
     if p.is_file(): return {split_of(p): [p]}
     if not p.is_dir(): raise DataError(f"GSM8K input {str(p)!r} does not exist")
-    out = {}
-    for f in sorted(p.iterdir()):
-        if f.is_file() and f.suffix in _SUFFIXES and _SPLIT_NAME.match(f.stem): out.setdefault(split_of(f), []).append(f)
-    if not out: raise DataError(f"GSM8K folder {str(p)!r} has no train* or test* file ({', '.join(_SUFFIXES)})")
+    out = _split_files(p) or ((p/subset).is_dir() and _split_files(p/subset))
+    if not out: raise DataError(f"GSM8K folder {str(p)!r} has no train* or test* file ({', '.join(_SUFFIXES)}), "
+                                f"directly or in a {subset}/ subfolder as the Hugging Face download of openai/gsm8k "
+                                f"has ({subset}/train-00000-of-00001.parquet)")
     return out
 
 # %% ../../nbs/02c_task_gsm8k.ipynb #6544f8be
@@ -101,17 +114,22 @@ def gsm8k_row(rec, index:int, # the row's place in its source split
     except DataError: raise Dropped('no_final_answer') from None   # the only check of gsm8k_examples left to fail
     return rl_row(e.data_source, e.messages, e.ground_truth, 'math', {'split': split, 'index': index, 'answer': a, 'question': q})
 
-def convert_gsm8k(input:str|Path, # a GSM8K-format file, or a folder of train*/test* files
-                  output_dir:str|Path)->dict:
+def convert_gsm8k(input:str|Path, # a GSM8K-format file, or a folder of train*/test* files (or of main/, socratic/)
+                  output_dir:str|Path,
+                  subset:str='main', # the subfolder of a Hugging Face download to read, see `gsm8k_inputs`
+                 )->dict:
     "Convert GSM8K-format data to `train.parquet` / `test.parquet` in `output_dir`; print and return stats per split."
-    splits = {split: [(f, read_rows(f, 'GSM8K file')) for f in paths] for split, paths in gsm8k_inputs(input).items()}
+    splits = {split: [(f, read_rows(f, 'GSM8K file')) for f in paths]
+              for split, paths in gsm8k_inputs(input, subset).items()}
     return convert_splits(splits, lambda split: lambda r, i: gsm8k_row(r, i, split), GSM8K_DROP_REASONS, 'GSM8K file', output_dir)
 
 # %% ../../nbs/02c_task_gsm8k.ipynb #4590a8f1
 def main(argv:list[str]|None=None)->dict:
     "Command line: convert GSM8K-format data to RL parquet files; returns the stats."
     p = converter_parser('gsm8k', 'Convert GSM8K-format problems to verl RL parquet files.')
-    return run_converter(p, lambda a: convert_gsm8k(a.input, a.output), argv)
+    p.add_argument('--subset', default='main', choices=GSM8K_SUBSETS,
+                   help="the subfolder read from a Hugging Face download of openai/gsm8k")
+    return run_converter(p, lambda a: convert_gsm8k(a.input, a.output, a.subset), argv)
 
 # %% ../../nbs/02c_task_gsm8k.ipynb #8d6011b4
 # verl/utils/reward_score/gsm8k.py: extract_solution(method='strict') clips the response to its last
