@@ -82,7 +82,7 @@ class HFEngine:
     "Rollout engine on the actor's own module with transformers `generate` (weights shared, no sync)."
     def sleep(self): "Nothing to release: the engine is the actor's module."
     def wake(self, tags=('weights', 'kv_cache')): "Nothing to restore."
-    def sync_weights(self, model)->dict: return {}   # the weights are the actor's own
+    def sync_weights(self, model, step:int|None=None)->dict: return {}   # the weights are the actor's own
     def close(self): "Nothing to shut down."
 
     def __init__(self, model, tok, rcfg, banned:list[int]=(), # banned: token ids never sampled (the adapter's `banned_token_ids`)
@@ -223,7 +223,7 @@ class RolloutEngine(Protocol):
     def generate(self, prompts:list[Prompt], n:int=1, greedy:bool=False, seed:int|None=None, on_finish=None)->Rollout: ...
     def sleep(self): ...
     def wake(self, tags=('weights', 'kv_cache')): ...
-    def sync_weights(self, model)->dict: ...
+    def sync_weights(self, model, step:int|None=None)->dict: ...   # step: the training step, for the sync's one-line report
     def close(self): ...
 
 ENGINES = {'hf': 'omni_gspo.rollout:HFEngine', 'vllm': 'omni_gspo.vllm_engine:VLLMEngine',

@@ -126,7 +126,7 @@ RANK_SUMS = ('reward/errors', 'reward/timeouts', 'perf/tokens_per_s', 'perf/gen_
 def rank_merge(key:str)->str:
     "How `key` combines over ranks: as over micro-batches (`micro_merge`), and also counts and throughputs add up, the slowest timing, the highest memory and the lowest parity count."
     if key in RANK_SUMS: return 'sum'
-    if key.startswith('timing_s/') or key in ('perf/max_memory_gb', 'response_length/max'): return 'max'
+    if key.startswith('timing_s/') or key in ('perf/actor_peak_gib', 'perf/device_peak_gib', 'response_length/max'): return 'max'
     if key == 'training/rollout_actor_probs_pearson_corr': return 'min'
     return micro_merge(key)
 

@@ -25,7 +25,7 @@ __all__ = ['CURVES', 'read_metrics', 'metrics_figure', 'write_metrics_html', 'Da
 # %% ../nbs/08_viz.ipynb #a4b10af9
 CURVES = ['reward/mean', 'val-core/openai/gsm8k/acc/mean@1', 'response_length/mean', 'actor/pg_loss',
           'actor/pg_clipfrac', 'actor/ppo_kl', 'actor/grad_norm', 'training/rollout_actor_probs_pearson_corr',
-          'perf/tokens_per_s', 'timing_s/step', 'perf/max_memory_gb', 'reward/frac_zero_std']
+          'perf/tokens_per_s', 'timing_s/step', 'perf/device_peak_gib', 'perf/actor_peak_gib', 'reward/frac_zero_std']
 
 def read_metrics(path:str|Path)->list[dict]:
     "The rows of a `metrics.jsonl`."

@@ -16,7 +16,8 @@ from fastcore.basics import patch
 from .config import ConfigError, atomic_dir, read_keys as config_read_keys
 from .data import encode_prompts
 from .splits import load_split
-from .platform import all_reduce_values, ensure_process_group, fp32_gemm_sums, peak_memory_gb, rank, torch_device, world_size
+from .platform import all_reduce_values, ensure_process_group, fp32_gemm_sums, rank, torch_device, world_size
+from .platform import allocator_peak_gib, device_used_gib, reset_allocator_peak
 from .fsdp import checkpoint_layers, compile_units, shard_model
 from .model import DTYPES, adapter_for, base_model, configure_trainable, export_weights, full_tensor, load_model, load_tokenizer, lora_modules, resolve_model_path
 from .rewards import part_means, score_batch
@@ -158,15 +159,17 @@ class RolloutWorker:
         return cls(engine_class(cfg.rollout.engine).from_config(actor.model, actor.tok, actor.adapter, processor, cfg))
 
     def generate(self, prompts, **kwargs): return self.engine.generate(prompts, **kwargs)
-    def release(self):
-        "Free the engine's memory for the update."
+    def release(self)->dict:
+        "Free the engine's memory for the update: {'timing_s/sleep': seconds}."
+        t = time.perf_counter()
         self.engine.sleep()
-    def update_weights(self, model)->dict:
-        "Wake the weights, sync them from `model`, wake the KV cache; the sync's metrics."
-        self.engine.wake(['weights'])
-        m = self.engine.sync_weights(model)
-        self.engine.wake(['kv_cache'])
-        return m
+        return {'timing_s/sleep': time.perf_counter() - t}
+    def update_weights(self, model, step:int|None=None)->dict:
+        "Wake the weights, sync them from `model`, wake the KV cache: the sync's metrics, `timing_s/sync` and `timing_s/wake` (both wakes)."
+        t0 = time.perf_counter(); self.engine.wake(['weights'])
+        t1 = time.perf_counter(); m = self.engine.sync_weights(model, step=step)
+        t2 = time.perf_counter(); self.engine.wake(['kv_cache'])
+        return m | {'timing_s/sync': t2 - t1, 'timing_s/wake': t1 - t0 + time.perf_counter() - t2}
     def close(self): self.engine.close()
 
 # %% ../nbs/07c_workers.ipynb #064ecfb4
@@ -253,8 +256,10 @@ def step(self:ColocatedWorker, step:int, rows:list[int], # this rank's rows of t
     t0 = time.perf_counter()
     scorer = StreamingScorer(batch, self.tok, cfg.reward)
     ro = rollout.generate(batch, n=cfg.rollout.n, seed=cfg.trainer.seed * 1_000_003 + step + 7_919 * self.rank, on_finish=scorer)
-    rollout.release()
-    t1 = time.perf_counter()
+    t1, gen_used = time.perf_counter(), device_used_gib(actor.device)   # the engine awake: its pool, KV cache, activations
+    engine_m = rollout.release()
+    reset_allocator_peak(actor.device)
+    t1s = time.perf_counter()
     texts, rewards, details, rmetrics = scorer.results()
     rw, al = torch.tensor(rewards), cfg.algorithm
     adv, frac_zero = group_advantages(rw, ro.group_ids.cpu(), al.norm_adv_by_std)
@@ -266,17 +271,19 @@ def step(self:ColocatedWorker, step:int, rows:list[int], # this rank's rows of t
     check_parity(par, cfg.rollout.min_probs_pearson, step)
     t3 = time.perf_counter()
     upd = actor.update(ro, adv.to(old.device), old, cfg.rollout.n, keep=keep)   # rollout correction included
-    upd |= rollout.update_weights(actor.model)
     t4 = time.perf_counter()
+    mem = {'perf/actor_peak_gib': allocator_peak_gib(actor.device),   # before the wake hands torch's cache back
+           'perf/device_peak_gib': max(gen_used, device_used_gib(actor.device))}
+    engine_m |= rollout.update_weights(actor.model, step)
+    t5 = time.perf_counter()
     lens = ro.response_mask.sum(1).float().cpu()
     ntok = float(lens.sum())
     m = {'reward/frac_zero_std': frac_zero, **rmetrics,   # reward mean and std: from all ranks' rewards, by the driver
          'response_length/mean': lens.mean().item(), 'response_length/max': lens.max().item(),
          'response_length/clip_ratio': sum(r == 'length' for r in ro.finish_reasons) / len(ro.finish_reasons),
-         **par, **rollout_correction_metrics(ro.logprobs, old, ro.response_mask), **upd,
-         'timing_s/gen': t1 - t0, 'timing_s/reward': t2 - t1, 'timing_s/old_log_prob': t3 - t2, 'timing_s/update': t4 - t3,
-         'timing_s/step': t4 - t0, 'perf/tokens_per_s': ntok / (t4 - t0), 'perf/gen_tokens_per_s': ntok / (t1 - t0),
-         'perf/max_memory_gb': peak_memory_gb(actor.device)}
+         **par, **rollout_correction_metrics(ro.logprobs, old, ro.response_mask), **upd, **engine_m, **mem,
+         'timing_s/gen': t1 - t0, 'timing_s/reward': t2 - t1s, 'timing_s/old_log_prob': t3 - t2, 'timing_s/update': t4 - t3,
+         'timing_s/step': t5 - t0, 'perf/tokens_per_s': ntok / (t5 - t0), 'perf/gen_tokens_per_s': ntok / (t1 - t0)}
     if records_to is not None and cfg.logging.rollout_groups:
         write_rollout_records(records_to, step, rollout_records(step, batch, ro, self.tok, texts, rewards, details, adv, old, data_file,
                                                                 cfg.logging.rollout_groups, cfg.trainer.seed))

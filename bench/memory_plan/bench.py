@@ -144,7 +144,7 @@ def gspo_step(actor, worker, prompt, a, dev)->dict:
     it = iteration(actor, ro, adv.float().to(dev), dev)
     m, sync_s = clock(lambda: worker.update_weights(actor.model), dev)
     parity = rollout_parity(ro.logprobs, it.pop('old_logp'), ro.response_mask)['training/rollout_actor_probs_pearson_corr']
-    return it | {'generate': generate_s, 'release': release_s, 'reward': reward_s, 'sync': sync_s, 'weight_sync': m.get('timing_s/weight_sync', 0.0),
+    return it | {'generate': generate_s, 'release': release_s, 'reward': reward_s, 'sync': sync_s, 'weight_sync': m['timing_s/sync'],
                  'generated_tokens': int(ro.response_mask.sum()), 'probs_pearson': parity}
 
 def iteration(actor, ro, adv, dev)->dict:

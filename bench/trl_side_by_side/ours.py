@@ -160,7 +160,7 @@ def window_result(metrics:list[dict], stamps:list[float], t0:float, warmup:int, 
             "reward_mean": round(statistics.mean(m["reward/mean"] for m in metrics), 4),   # with the tie-breaker (< 1e-3)
             "answer_accuracy": pick("reward/openai/gsm8k/acc/mean"),
             "actor_updates_per_step": pick("actor/updates"), "actor_empty_updates_per_step": pick("actor/empty_updates"),
-            "peak_mem_gb": round(max(m["perf/max_memory_gb"] for m in metrics), 3)}
+            "peak_mem_gb": round(max(m["perf/actor_peak_gib"] for m in metrics), 3)}   # torch allocator peak (perf/max_memory_gb before issue 26)
 
 ALLOCATOR_COUNTS = ("num_alloc_retries", "num_device_alloc", "num_device_free", "num_sync_all_streams", "num_ooms")
 
