@@ -134,7 +134,7 @@ class AlgorithmConfig(Section):
 class RewardConfig(Section):
     "Rule rewards."
     format_score: float = 0.0       # gsm8k: score of a well-formed '#### N' with the wrong number
-    custom_function: str = ''       # 'path/to/file.py:function' scoring every sample instead of the built-in rewards
+    custom_function: str = ''       # 'path.py:function' (or 'ascii_fraction', for benchmarks) replacing the built-ins
     timeout_s: float = 20.0         # a reward call taking longer scores 0 and is counted in reward/errors
 
 @dataclass(eq=False, repr=False)

@@ -15,7 +15,8 @@ from .tasks.mmk12 import MMK12_SOURCE, math_equal, mmk12_reward
 from .tasks.avqa import AVQA_SOURCE, avqa_reward
 
 # %% auto #0
-__all__ = ['REWARDS', 'default_reward', 'load_custom_reward', 'RewardPool', 'part_means', 'score_batch', 'val_metrics']
+__all__ = ['REWARDS', 'NAMED_REWARDS', 'default_reward', 'ascii_fraction', 'load_custom_reward', 'RewardPool', 'part_means',
+           'score_batch', 'val_metrics']
 
 # %% ../nbs/04_rewards.ipynb #c2611b3f
 def _as_detail(out)->dict:
@@ -45,12 +46,20 @@ def default_reward(data_source:str, solution_str:str, ground_truth:str, extra_in
     _check_sources([data_source])
     return REWARDS[data_source](solution_str, ground_truth, extra_info or {}, format_score)
 
+# %% ../nbs/04_rewards.ipynb #75672cb4
+def ascii_fraction(data_source:str, solution_str:str, ground_truth:str, extra_info:dict|None=None)->dict:
+    "Benchmark reward on random weights: the fraction of the response's characters that are printable ASCII (0 when empty)."
+    n = sum(' ' <= c <= '~' for c in solution_str)
+    return {'score': n / len(solution_str) if solution_str else 0.0}
+
+NAMED_REWARDS = {'ascii_fraction': ascii_fraction}   # `reward.custom_function` values naming a built-in reward
+
 # %% ../nbs/04_rewards.ipynb #d205e600
 def _custom_path(spec:str)->tuple[Path, str]:
     "Absolute file path and function name of a `'path.py:function'` spec."
     path, _, name = spec.rpartition(':')
     if not path or not name.isidentifier():
-        raise ConfigError(f"reward.custom_function {spec!r}: expected 'path/to/file.py:function'")
+        raise ConfigError(f"reward.custom_function {spec!r}: expected 'path/to/file.py:function' or one of {', '.join(NAMED_REWARDS)}")
     p = Path(path).expanduser().resolve()
     if not p.is_file(): raise ConfigError(f"reward.custom_function {spec!r}: file {p} does not exist (function {name!r})")
     return p, name
@@ -71,9 +80,10 @@ def _load_function(path:str, name:str, mtime_ns:int)->Callable:
     except TypeError as e: raise ConfigError(f"{where}: {name} must accept (data_source, solution_str, ground_truth, extra_info): {e}") from e
     return fn
 
-def load_custom_reward(spec:str, # 'path/to/file.py:function'
+def load_custom_reward(spec:str, # 'path/to/file.py:function', or a name in `NAMED_REWARDS`
                       )->Callable:
     "The custom reward function named by `spec`; a bad path or name raises `ConfigError` naming both."
+    if spec in NAMED_REWARDS: return NAMED_REWARDS[spec]
     p, name = _custom_path(spec)
     return _load_function(str(p), name, p.stat().st_mtime_ns)
 
@@ -209,7 +219,8 @@ def score_batch(data_sources:list[str], responses:list[str], ground_truths:list[
         raise ValueError(f'score_batch: {len(data_sources)} data_sources, {n} responses, {len(ground_truths)} ground_truths '
                          f'and {len(extra_infos)} extra_infos; expected equal lengths')
     if not timeout_s > 0: raise ConfigError(f'reward.timeout_s must be > 0 seconds, got {timeout_s}')
-    if custom:
+    if custom in NAMED_REWARDS: pass
+    elif custom:
         p, name = _custom_path(custom)
         custom = f'{p}:{name}'     # absolute: workers keep the directory they were started in
         load_custom_reward(custom)

@@ -4,7 +4,8 @@
 
 # %% ../nbs/06a_vllm.ipynb #0a4b0285
 from __future__ import annotations
-import copy, dataclasses, json, math, os, re, shutil, tempfile, time, uuid, warnings
+import copy, dataclasses, json, logging, math, os, re, shutil, tempfile, time, uuid, warnings
+from contextlib import contextmanager
 from pathlib import Path
 import numpy as np
 import torch
@@ -13,14 +14,15 @@ from .media import SAMPLE_RATE
 from .rollout import Rollout, left_pad
 from .config import ConfigError, atomic_dir
 from .model import adapter_of, export_weights
-from .platform import release_cached_memory, seeded_rng, world_size
+from .platform import rank, release_cached_memory, seeded_rng, world_size
 
 # %% auto #0
 __all__ = ['MEDIA_PADS', 'THINKER_ARCH', 'EXPERT_KEY', 'MROPE_PROBE', 'OMNI_PIPELINE', 'media_pad_ids', 'dedup_pads',
            'prompt_media', 'build_request', 'export_for_vllm', 'tiny_causal_lm_config', 'write_cpu_moe_experts',
-           'load_weights_on_worker', 'probe_image', 'mrope_agrees', 'shift_offsets', 'fix_mrope_on_worker',
-           'VLLMEngine', 'vllm_settings', 'sync_ok', 'omni_deploy_config', 'write_deploy_config', 'omni_engine_args',
-           'load_shared_weights_on_worker', 'VLLMOmniEngine']
+           'load_weights_on_worker', 'ReloadMessages', 'quiet_reload', 'unsynced', 'SyncReport', 'probe_image',
+           'mrope_agrees', 'shift_offsets', 'fix_mrope_on_worker', 'VLLMEngine', 'vllm_settings', 'sync_ok',
+           'omni_deploy_config', 'write_deploy_config', 'omni_engine_args', 'load_shared_weights_on_worker',
+           'VLLMOmniEngine']
 
 # %% ../nbs/06a_vllm.ipynb #02106c37
 MEDIA_PADS = {'image': '<|image_pad|>', 'video': '<|video_pad|>', 'audio': '<|audio_pad|>'}
@@ -111,16 +113,79 @@ def write_cpu_moe_experts(vmodel, # vLLM's Qwen3-Omni thinker module
         routed.w2_weight.copy_(cpu_prepack_moe_weight(w2.to(routed.w2_weight.dtype).contiguous(), kernel.isa))
 
 def load_weights_on_worker(worker, weights, # iterable of (checkpoint name, tensor), e.g. `export_weights(model)`
-                           prefix:str, moe_expert_fix:bool):
-    "Runs inside vLLM's worker: reload `weights` as they stream in (`prefix` added); experts directly if `moe_expert_fix`."
-    runner, experts = worker.model_runner, {}
+                           prefix:str, moe_expert_fix:bool)->dict:
+    "Runs inside vLLM's worker: reload `weights` as they stream in (`prefix` added), experts directly if `moe_expert_fix`; a `SyncReport`."
+    runner, experts, sent, nbytes = worker.model_runner, {}, [], [0]
     def rest():
         for k, v in weights:
+            sent.append(k); nbytes[0] += v.numel() * v.element_size()
             if moe_expert_fix and EXPERT_KEY.search(k): experts[k] = v    # held until the end: the CPU path, tiny models
             else: yield prefix + k, v
-    runner.reload_weights(weights_iterator=rest())
+    with quiet_reload() as heard: runner.reload_weights(weights_iterator=rest())
     if experts:
         with torch.no_grad(): write_cpu_moe_experts(runner.model, experts)
+    params = [n for n, _ in runner.get_model().named_parameters()]
+    return SyncReport(len(sent), nbytes[0], len(experts), heard.kept_layers,
+                      unsynced([k for k in sent if k not in experts], params, heard.not_loaded))
+
+# %% ../nbs/06a_vllm.ipynb #9876a24d
+class ReloadMessages(logging.Filter):
+    "Holds back vLLM's two expected reload messages (a layer kept, the list of parameters not loaded), counting and keeping them."
+    def __init__(self):
+        super().__init__()
+        self.kept_layers, self.not_loaded = 0, set()
+    def filter(self, record)->bool:
+        msg, args = str(record.msg), record.args if isinstance(record.args, tuple) else ()
+        if 'Failed to load weights' in msg: self.kept_layers += 1; return False
+        if 'not loaded' in msg and len(args) == 1 and isinstance(args[0], (set, frozenset, list, tuple)):
+            self.not_loaded |= {str(n).replace('.base_layer.', '.') for n in args[0]}
+            return False
+        return True
+
+@contextmanager
+def quiet_reload():
+    "Within the block vLLM's loggers hold back the expected reload messages (`ReloadMessages`, yielded); nothing else."
+    heard = ReloadMessages()
+    loggers = [l for n, l in list(logging.Logger.manager.loggerDict.items()) if n.split('.')[0] == 'vllm' and isinstance(l, logging.Logger)]
+    for l in loggers: l.addFilter(heard)
+    try: yield heard
+    finally:
+        for l in loggers: l.removeFilter(heard)
+
+def _group_of(name:str)->str:
+    "The module group of a parameter name (`a.b.self_attn` for `a.b.self_attn.q_proj.weight`), as `export_weights` sends them."
+    return name.rpartition('.')[0].rpartition('.')[0]
+
+def _group_suffixes(name:str)->set[str]:
+    "Every dotted tail of `name`'s group (vLLM may add a prefix to the checkpoint's names)."
+    parts = _group_of(name).split('.')
+    return {'.'.join(parts[i:]) for i in range(len(parts))} if parts != [''] else set()
+
+def unsynced(sent:list[str], # checkpoint names handed to vLLM's reload (no prefix)
+             params:list[str], # the engine's parameter names
+             not_loaded:set[str], # the engine's parameters vLLM reported as not loaded by this reload
+            )->list[str]:
+    "What a sync meant to load and did not: engine parameters of the sent groups left unloaded, and sent groups vLLM has none of."
+    groups = {_group_of(k) for k in sent} - {''}
+    missing = sorted(p for p in not_loaded if _group_suffixes(p) & groups)
+    have = set().union(*(_group_suffixes(p.replace('.base_layer.', '.')) for p in params))
+    return missing + sorted(f'{g}.* (no such module in the engine)' for g in groups - have)
+
+@dataclasses.dataclass
+class SyncReport:
+    "What one weight sync sent, and what of it did not land."
+    tensors: int # tensors sent
+    nbytes: int
+    direct: int = 0 # of them MoE experts written directly (`moe_expert_fix`)
+    kept_layers: int = 0 # layers vLLM kept as they were (none of their weights sent)
+    unloaded: list = dataclasses.field(default_factory=list) # from `unsynced`
+
+    def line(self, step:int|None, seconds:float, what:str)->str:
+        "One line for the log, e.g. `sync step 3: 192 tensors, 0.41 GiB, 1.2 s, lora merged, changed groups`."
+        direct = f", {self.direct} of them experts written directly" if self.direct else ''
+        kept = f"; {self.kept_layers} layers kept as they were" if self.kept_layers else ''
+        return (f"sync {'at start' if step is None else f'step {step}'}: {self.tensors} tensors, {self.nbytes / 2**30:.2f} GiB, "
+                f"{seconds:.1f} s, {what}{direct}{kept}")
 
 # %% ../nbs/06a_vllm.ipynb #571cd755
 MROPE_PROBE = [[0, 1, 2, 2, 2, 2, 4, 5], [0, 1, 2, 2, 3, 3, 4, 5], [0, 1, 2, 3, 2, 3, 4, 5]]   # transformers' (t, h, w) positions of the probe
@@ -185,12 +250,13 @@ class VLLMEngine:
                  banned:list[int]=(), # token ids never sampled (the adapter's `banned_token_ids`), as in `HFEngine`
                  adapter=None, # the model family's adapter (default: `adapter_of(model)`): names, configs, media limits
                  fp32_logits:bool=True, # `model.fp32_logits`: a bf16/fp16 engine computes its output layer in fp32, as the actor does
+                 log=print, # where each sync's one-line report goes (rank 0's)
                  **llm_kwargs):
         if lora_sync not in ('merge', 'adapter'): raise ValueError(f"lora_sync={lora_sync!r}: expected 'merge' or 'adapter'")
         if lora_sync == 'adapter' and not hasattr(model, 'peft_config'): raise ValueError("lora_sync='adapter' needs a LoRA (peft) model; use lora_sync='merge' for full weights")
         _vllm_env()
         from vllm.platforms import current_platform
-        self.tok, self.lora_sync, adapter = tok, lora_sync, adapter or adapter_of(model)
+        self.tok, self.lora_sync, self.log, adapter = tok, lora_sync, log, adapter or adapter_of(model)
         self.temperature, self.top_p, self.top_k = rcfg.temperature, rcfg.top_p, rcfg.top_k
         self.max_new_tokens = rcfg.response_length
         self.logit_bias = {int(i): -100.0 for i in banned} or None   # vLLM's most negative bias: probability ~e^-100
@@ -210,7 +276,9 @@ class VLLMEngine:
         self.llm = self._make_llm(folder, kw | llm_kwargs)
         if adapter.vllm_mm_limits and self.checks_media_positions: self.llm.collective_rpc(fix_mrope_on_worker)
         self.asleep, self.lora_request, self.version = set(), None, 0
-        self._push(export_weights(model, merge_lora=lora_sync == 'merge'))
+        t = time.perf_counter()
+        r = self._push(export_weights(model, merge_lora=lora_sync == 'merge'))
+        self._report(r, None, time.perf_counter() - t, 'every weight' + (', LoRA merged' if hasattr(model, 'peft_config') and lora_sync == 'merge' else ''))
         if lora_sync == 'adapter': self._new_adapter(model)
 
     @classmethod
@@ -227,9 +295,17 @@ class VLLMEngine:
         if world_size() > 1: kw = {'distributed_executor_backend': 'external_launcher'} | kw   # one engine per rank, in the trainer's group
         return LLM(model=str(folder), **kw)
 
-    def _push(self, weights):
-        self.llm.collective_rpc(load_weights_on_worker, args=(weights, self.prefix, self.moe_expert_fix))
+    def _push(self, weights)->SyncReport:
+        r = self.llm.collective_rpc(load_weights_on_worker, args=(weights, self.prefix, self.moe_expert_fix))[0]
         self._reset_caches()
+        return r
+
+    def _report(self, r:SyncReport, step:int|None, seconds:float, what:str):
+        "The sync's one line (rank 0); a warning naming what the sync meant to load and vLLM did not (every rank)."
+        if rank() == 0: self.log(r.line(step, seconds, what))
+        if r.unloaded:
+            warnings.warn(f"sync {'at start' if step is None else f'step {step}'}: {len(r.unloaded)} weights of the synced groups "
+                          f"did not reach the engine: {', '.join(r.unloaded[:10])}{' ...' if len(r.unloaded) > 10 else ''}", RuntimeWarning)
 
     def _reset_caches(self):
         self.llm.reset_prefix_cache()
@@ -247,13 +323,18 @@ class VLLMEngine:
             self.llm.llm_engine.remove_lora(old.lora_int_id)
             shutil.rmtree(old.lora_path, ignore_errors=True)
 
-    def sync_weights(self, model)->dict:
-        "Bring the engine's copy up to `model`'s current weights (call every step, weights awake)."
+    def sync_weights(self, model, step:int|None=None, # the training step, for the one-line report
+                    )->dict:
+        "Bring the engine's copy up to `model`'s current weights (call every step, weights awake); report it in one line."
         if 'weights' in self.asleep: raise RuntimeError("sync_weights() while the engine's weights are asleep: call wake(['weights']) first")
         t = time.perf_counter()
-        if self.lora_sync == 'adapter': self._new_adapter(model)
-        else: self._push(export_weights(model, changed_only=True))   # the first push (in __init__) sent everything
-        return {'timing_s/weight_sync': time.perf_counter() - t}
+        if self.lora_sync == 'adapter':
+            self._new_adapter(model)
+            lora = [p for n, p in model.named_parameters() if '.lora_' in n]
+            r, what = SyncReport(len(lora), sum(p.numel() * p.element_size() for p in lora)), f'LoRA adapter v{self.version}'
+        else: r, what = self._push(export_weights(model, changed_only=True)), 'LoRA merged, changed groups'   # __init__ sent everything
+        self._report(r, step, time.perf_counter() - t, what if hasattr(model, 'peft_config') else 'changed groups')
+        return {'sync/tensors': r.tensors, 'sync/gib': r.nbytes / 2**30}
 
     def sleep(self):
         "Release the engine's memory for training (vLLM sleep level 1: weights to host memory, KV cache dropped)."
@@ -379,10 +460,10 @@ def omni_engine_args(folder:str|Path, # the exported policy
         'logprobs_mode': 'processed_logprobs', 'enable_prefix_caching': False}
 
 def load_shared_weights_on_worker(worker, payload:bytes, # `ForkingPickler.dumps` of [(checkpoint name, CUDA tensor), ...]: IPC handles
-                                  prefix:str, moe_expert_fix:bool):
+                                  prefix:str, moe_expert_fix:bool)->SyncReport:
     "Runs in a vLLM-Omni stage's worker process: map the sender's tensors (no copy) and load them as `load_weights_on_worker` does."
     import pickle
-    load_weights_on_worker(worker, pickle.loads(payload), prefix, moe_expert_fix)
+    return load_weights_on_worker(worker, pickle.loads(payload), prefix, moe_expert_fix)
 
 class VLLMOmniEngine(VLLMEngine):
     "`VLLMEngine` on vLLM-Omni's thinker-only AR stage, which runs in its own process (CUDA only: vLLM-Omni has no CPU platform)."
@@ -403,14 +484,15 @@ class VLLMOmniEngine(VLLMEngine):
         if err: raise RuntimeError(f"vLLM-Omni stage 0, {getattr(method, '__name__', method)}: {err[0]}")
         return out
 
-    def _push(self, weights):
+    def _push(self, weights)->SyncReport:
         "Send `weights` to the stage's worker as CUDA IPC handles; they stay alive here until it has loaded them."
         from multiprocessing.reduction import ForkingPickler
         import torch.multiprocessing   # registers torch's tensor reductions (CUDA: IPC handles)
         held = [(k, v.detach().to(self.device)) for k, v in weights]
-        self._rpc(load_shared_weights_on_worker, bytes(ForkingPickler.dumps(held)), self.prefix, self.moe_expert_fix)
+        out = self._rpc(load_shared_weights_on_worker, bytes(ForkingPickler.dumps(held)), self.prefix, self.moe_expert_fix)[0]
         del held
         if self.device.type == 'cuda': torch.cuda.ipc_collect()   # free the blocks of temporaries (merged LoRA weights) the worker has let go of
+        return out[0] if isinstance(out, list) else out   # stage 0's result: one per worker
 
     def _reset_caches(self):
         "Nothing to reset: prefix caching is off, and every call's media have fresh cache keys (`_requests`)."
