@@ -17,12 +17,12 @@ from .model import adapter_of, export_weights
 from .platform import rank, release_cached_memory, seeded_rng, world_size
 
 # %% auto #0
-__all__ = ['MEDIA_PADS', 'THINKER_ARCH', 'EXPERT_KEY', 'MROPE_PROBE', 'OMNI_PIPELINE', 'media_pad_ids', 'dedup_pads',
-           'prompt_media', 'build_request', 'export_for_vllm', 'tiny_causal_lm_config', 'write_cpu_moe_experts',
-           'load_weights_on_worker', 'ReloadMessages', 'quiet_reload', 'unsynced', 'SyncReport', 'probe_image',
-           'mrope_agrees', 'shift_offsets', 'fix_mrope_on_worker', 'VLLMEngine', 'vllm_settings', 'sync_ok',
-           'omni_deploy_config', 'write_deploy_config', 'omni_engine_args', 'load_shared_weights_on_worker',
-           'VLLMOmniEngine']
+__all__ = ['MEDIA_PADS', 'THINKER_ARCH', 'EXPERT_KEY', 'RELOAD_CHATTER', 'MROPE_PROBE', 'OMNI_PIPELINE', 'media_pad_ids',
+           'dedup_pads', 'prompt_media', 'build_request', 'export_for_vllm', 'tiny_causal_lm_config',
+           'write_cpu_moe_experts', 'load_weights_on_worker', 'ReloadMessages', 'quiet_reload', 'unsynced',
+           'SyncReport', 'probe_image', 'mrope_agrees', 'shift_offsets', 'fix_mrope_on_worker', 'VLLMEngine',
+           'vllm_settings', 'sync_ok', 'omni_deploy_config', 'write_deploy_config', 'omni_engine_args',
+           'load_shared_weights_on_worker', 'VLLMOmniEngine']
 
 # %% ../nbs/06a_vllm.ipynb #02106c37
 MEDIA_PADS = {'image': '<|image_pad|>', 'video': '<|video_pad|>', 'audio': '<|audio_pad|>'}
@@ -129,14 +129,17 @@ def load_weights_on_worker(worker, weights, # iterable of (checkpoint name, tens
                       unsynced([k for k in sent if k not in experts], params, heard.not_loaded))
 
 # %% ../nbs/06a_vllm.ipynb #9876a24d
+RELOAD_CHATTER = ('Reloading weights inplace', 'Reloading and processing weights took', 'Successfully reset prefix cache')
+
 class ReloadMessages(logging.Filter):
-    "Holds back vLLM's two expected reload messages (a layer kept, the list of parameters not loaded), counting and keeping them."
+    "Holds back vLLM's expected sync messages: a layer kept and the parameters not loaded (counted, kept), `RELOAD_CHATTER`."
     def __init__(self):
         super().__init__()
         self.kept_layers, self.not_loaded = 0, set()
     def filter(self, record)->bool:
         msg, args = str(record.msg), record.args if isinstance(record.args, tuple) else ()
         if 'Failed to load weights' in msg: self.kept_layers += 1; return False
+        if any(c in msg for c in RELOAD_CHATTER): return False
         if 'not loaded' in msg and len(args) == 1 and isinstance(args[0], (set, frozenset, list, tuple)):
             self.not_loaded |= {str(n).replace('.base_layer.', '.') for n in args[0]}
             return False
@@ -183,7 +186,7 @@ class SyncReport:
     def line(self, step:int|None, seconds:float, what:str)->str:
         "One line for the log, e.g. `sync step 3: 192 tensors, 0.41 GiB, 1.2 s, lora merged, changed groups`."
         direct = f", {self.direct} of them experts written directly" if self.direct else ''
-        kept = f"; {self.kept_layers} layers kept as they were" if self.kept_layers else ''
+        kept = f"; {self.kept_layers} layer{'s' * (self.kept_layers != 1)} kept as they were" if self.kept_layers else ''
         return (f"sync {'at start' if step is None else f'step {step}'}: {self.tensors} tensors, {self.nbytes / 2**30:.2f} GiB, "
                 f"{seconds:.1f} s, {what}{direct}{kept}")
 
@@ -308,7 +311,7 @@ class VLLMEngine:
                           f"did not reach the engine: {', '.join(r.unloaded[:10])}{' ...' if len(r.unloaded) > 10 else ''}", RuntimeWarning)
 
     def _reset_caches(self):
-        self.llm.reset_prefix_cache()
+        with quiet_reload(): self.llm.reset_prefix_cache()   # a reset every sync and every wake: not news
         self.llm.llm_engine.reset_encoder_cache()
         self.llm.reset_mm_cache()
 
