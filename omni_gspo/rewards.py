@@ -48,7 +48,7 @@ def default_reward(data_source:str, solution_str:str, ground_truth:str, extra_in
 
 # %% ../nbs/04_rewards.ipynb #75672cb4
 def ascii_fraction(data_source:str, solution_str:str, ground_truth:str, extra_info:dict|None=None)->dict:
-    "Benchmark reward on random weights: the fraction of the response's characters that are printable ASCII (0 when empty)."
+    "Benchmark reward on random weights: the fraction of the response's characters that are printable ASCII."
     n = sum(' ' <= c <= '~' for c in solution_str)
     return {'score': n / len(solution_str) if solution_str else 0.0}
 
@@ -59,7 +59,8 @@ def _custom_path(spec:str)->tuple[Path, str]:
     "Absolute file path and function name of a `'path.py:function'` spec."
     path, _, name = spec.rpartition(':')
     if not path or not name.isidentifier():
-        raise ConfigError(f"reward.custom_function {spec!r}: expected 'path/to/file.py:function' or one of {', '.join(NAMED_REWARDS)}")
+        raise ConfigError(f"reward.custom_function {spec!r}: expected 'path/to/file.py:function' "
+                          f"or one of {', '.join(NAMED_REWARDS)}")
     p = Path(path).expanduser().resolve()
     if not p.is_file(): raise ConfigError(f"reward.custom_function {spec!r}: file {p} does not exist (function {name!r})")
     return p, name

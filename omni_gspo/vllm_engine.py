@@ -114,7 +114,7 @@ def write_cpu_moe_experts(vmodel, # vLLM's Qwen3-Omni thinker module
 
 def load_weights_on_worker(worker, weights, # iterable of (checkpoint name, tensor), e.g. `export_weights(model)`
                            prefix:str, moe_expert_fix:bool)->dict:
-    "Runs inside vLLM's worker: reload `weights` as they stream in (`prefix` added), experts directly if `moe_expert_fix`; a `SyncReport`."
+    "Runs inside vLLM's worker: reload `weights` as they stream in (`prefix` added), experts directly if `moe_expert_fix`."
     runner, experts, sent, nbytes = worker.model_runner, {}, [], [0]
     def rest():
         for k, v in weights:
@@ -149,14 +149,15 @@ class ReloadMessages(logging.Filter):
 def quiet_reload():
     "Within the block vLLM's loggers hold back the expected reload messages (`ReloadMessages`, yielded); nothing else."
     heard = ReloadMessages()
-    loggers = [l for n, l in list(logging.Logger.manager.loggerDict.items()) if n.split('.')[0] == 'vllm' and isinstance(l, logging.Logger)]
+    loggers = [l for n, l in list(logging.Logger.manager.loggerDict.items())
+               if n.split('.')[0] == 'vllm' and isinstance(l, logging.Logger)]
     for l in loggers: l.addFilter(heard)
     try: yield heard
     finally:
         for l in loggers: l.removeFilter(heard)
 
 def _group_of(name:str)->str:
-    "The module group of a parameter name (`a.b.self_attn` for `a.b.self_attn.q_proj.weight`), as `export_weights` sends them."
+    "The module group of a parameter (`a.self_attn` for `a.self_attn.q_proj.weight`), as `export_weights` sends them."
     return name.rpartition('.')[0].rpartition('.')[0]
 
 def _group_suffixes(name:str)->set[str]:
@@ -168,7 +169,7 @@ def unsynced(sent:list[str], # checkpoint names handed to vLLM's reload (no pref
              params:list[str], # the engine's parameter names
              not_loaded:set[str], # the engine's parameters vLLM reported as not loaded by this reload
             )->list[str]:
-    "What a sync meant to load and did not: engine parameters of the sent groups left unloaded, and sent groups vLLM has none of."
+    "What a sync meant to load and did not: engine parameters of sent groups left unloaded, sent groups vLLM lacks."
     groups = {_group_of(k) for k in sent} - {''}
     missing = sorted(p for p in not_loaded if _group_suffixes(p) & groups)
     have = set().union(*(_group_suffixes(p.replace('.base_layer.', '.')) for p in params))
@@ -281,7 +282,8 @@ class VLLMEngine:
         self.asleep, self.lora_request, self.version = set(), None, 0
         t = time.perf_counter()
         r = self._push(export_weights(model, merge_lora=lora_sync == 'merge'))
-        self._report(r, None, time.perf_counter() - t, 'every weight' + (', LoRA merged' if hasattr(model, 'peft_config') and lora_sync == 'merge' else ''))
+        merged = ', LoRA merged' if hasattr(model, 'peft_config') and lora_sync == 'merge' else ''
+        self._report(r, None, time.perf_counter() - t, 'every weight' + merged)
         if lora_sync == 'adapter': self._new_adapter(model)
 
     @classmethod
@@ -307,8 +309,9 @@ class VLLMEngine:
         "The sync's one line (rank 0); a warning naming what the sync meant to load and vLLM did not (every rank)."
         if rank() == 0: self.log(r.line(step, seconds, what))
         if r.unloaded:
-            warnings.warn(f"sync {'at start' if step is None else f'step {step}'}: {len(r.unloaded)} weights of the synced groups "
-                          f"did not reach the engine: {', '.join(r.unloaded[:10])}{' ...' if len(r.unloaded) > 10 else ''}", RuntimeWarning)
+            names = ', '.join(r.unloaded[:10]) + (' ...' if len(r.unloaded) > 10 else '')
+            warnings.warn(f"sync {'at start' if step is None else f'step {step}'}: {len(r.unloaded)} weights of the synced "
+                          f"groups did not reach the engine: {names}", RuntimeWarning)
 
     def _reset_caches(self):
         with quiet_reload(): self.llm.reset_prefix_cache()   # a reset every sync and every wake: not news
@@ -335,7 +338,7 @@ class VLLMEngine:
             self._new_adapter(model)
             lora = [p for n, p in model.named_parameters() if '.lora_' in n]
             r, what = SyncReport(len(lora), sum(p.numel() * p.element_size() for p in lora)), f'LoRA adapter v{self.version}'
-        else: r, what = self._push(export_weights(model, changed_only=True)), 'LoRA merged, changed groups'   # __init__ sent everything
+        else: r, what = self._push(export_weights(model, changed_only=True)), 'LoRA merged, changed groups'   # __init__: all
         self._report(r, step, time.perf_counter() - t, what if hasattr(model, 'peft_config') else 'changed groups')
         return {'sync/tensors': r.tensors, 'sync/gib': r.nbytes / 2**30}
 

@@ -165,7 +165,7 @@ class RolloutWorker:
         self.engine.sleep()
         return {'timing_s/sleep': time.perf_counter() - t}
     def update_weights(self, model, step:int|None=None)->dict:
-        "Wake the weights, sync them from `model`, wake the KV cache: the sync's metrics, `timing_s/sync` and `timing_s/wake` (both wakes)."
+        "Wake the weights, sync them from `model`, wake the KV cache: the sync's metrics, `timing_s/sync`, `timing_s/wake`."
         t0 = time.perf_counter(); self.engine.wake(['weights'])
         t1 = time.perf_counter(); m = self.engine.sync_weights(model, step=step)
         t2 = time.perf_counter(); self.engine.wake(['kv_cache'])
