@@ -9,7 +9,7 @@ import torch
 from fastcore.basics import patch
 from .algos import agg_loss, kl_estimator, kl_loss, opd_loss, policy_loss, rollout_correction_weights
 from .config import ConfigError
-from .model import completion_logprobs, full_tensor, lora_modules, module_mode
+from .model import completion_logprobs, full_tensor, module_mode
 from .platform import all_reduce_values, world_size
 
 # %% auto #0
@@ -17,12 +17,9 @@ __all__ = ['SUMMED', 'loss_kwargs', 'lr_factor', 'micro_batches', 'Actor', 'micr
 
 # %% ../nbs/07_actor.ipynb #eba16267
 def loss_kwargs(algo)->dict:
-    "Keyword arguments of `policy_loss` for `algo`, rejecting keys the chosen loss would ignore."
-    name, agg, c = algo.policy_loss, algo.loss_agg_mode, algo.clip_ratio_c
+    "Keyword arguments of `policy_loss` for `algo` (a key the chosen loss ignores is refused when the config is built: `check_config`)."
     kw = dict(clip_low=algo.clip_ratio_low, clip_high=algo.clip_ratio_high)
-    if name == 'vanilla': return kw | dict(clip_c=c or None, loss_agg_mode=agg)
-    if agg != 'seq-mean-token-mean': raise ConfigError(f"algorithm.loss_agg_mode={agg!r} does not apply to policy_loss={name!r} (GSPO averages tokens within each sequence, then sequences); use policy_loss=vanilla")
-    if c: raise ConfigError(f"algorithm.clip_ratio_c={c} (dual clip) does not apply to policy_loss={name!r}; use policy_loss=vanilla")
+    if algo.policy_loss == 'vanilla': return kw | dict(clip_c=algo.clip_ratio_c or None, loss_agg_mode=algo.loss_agg_mode)
     return kw
 
 def lr_factor(kind:str, # 'constant' or 'cosine'
@@ -31,7 +28,6 @@ def lr_factor(kind:str, # 'constant' or 'cosine'
               min_ratio:float=0.0, # cosine: the final lr as a fraction of `lr`
              ):
     "The learning-rate multiplier as a function of the number of training steps done (for `LambdaLR`)."
-    if kind == 'constant' and min_ratio: raise ConfigError(f"actor.optim.min_lr_ratio={min_ratio} does nothing with lr_scheduler='constant'; use lr_scheduler=cosine")
     def factor(done:int)->float:
         if done < warmup: return (done + 1) / warmup
         if kind == 'constant': return 1.0
@@ -59,12 +55,11 @@ class Actor:
                  total_steps:int=1, # training steps of the run, for the learning-rate schedule
                 ):
         self.model, self.adapter, self.teacher, self.world = model, adapter, teacher, world_size()
-        if acfg.ppo_mini_batch_size % self.world:
+        if acfg.ppo_mini_batch_size % self.world:   # the process group's size, known once launched (the config's ranks: `check_config`)
             raise ConfigError(f"actor.ppo_mini_batch_size={acfg.ppo_mini_batch_size} must be a multiple of the {self.world} data-parallel ranks")
         self.mini_batch = acfg.ppo_mini_batch_size // self.world       # this rank's prompts per mini-batch
         self.temperature, self.agg, self.token_budget = temperature, algo.loss_agg_mode, acfg.ppo_max_token_len_per_gpu
         self.packed = adapter.packs(model, acfg.packing)              # one unpadded row per micro-batch (03_model, sequence packing)
-        if self.token_budget < 1: raise ConfigError(f"actor.ppo_max_token_len_per_gpu must be >= 1, got {self.token_budget}")
         self.params = [p for p in model.parameters() if p.requires_grad]
         o = acfg.optim
         self.opt = torch.optim.AdamW(self.params, lr=o.lr, weight_decay=o.weight_decay)
@@ -74,8 +69,6 @@ class Actor:
         try: kl_estimator(self.kl_type)                               # verl's names; 'full' refused before any rollout
         except ValueError as e: raise ConfigError(f"algorithm.kl_type: {e}") from None
         self.rollout_is, self.rollout_is_threshold = algo.rollout_is, algo.rollout_is_threshold
-        if self.kl_coef > 0 and not lora_modules(model):
-            raise ConfigError("algorithm.kl_coef > 0 needs a LoRA policy (model.lora_rank > 0): the reference is the base model with the adapter disabled")
 
 # %% ../nbs/07_actor.ipynb #58dfa74d
 @patch

@@ -14,9 +14,10 @@ __all__ = ['USAGE', 'cli_config', 'ready_platform', 'main', 'notebook_config', '
 
 # %% ../nbs/10_launch.ipynb #dc57c121
 USAGE = """usage: omni-gspo {train,config} [recipe=NAME] [key=value ...]
+       omni-gspo [train|config] --help
 
   train    run GSPO training (defaults: tiny Qwen3-Omni thinker, generated gsm8k problems, CPU)
-  config   print the resolved config and exit
+  config   check the config (every problem at once, exit status 2) and print it
 
 examples:
   omni-gspo train
@@ -37,7 +38,7 @@ def ready_platform(cfg):
 def main(argv:list[str]|None=None)->int:
     "Entry point of the `omni-gspo` console script; returns the exit status."
     args = sys.argv[1:] if argv is None else list(argv)
-    if not args or args[0] in ('-h', '--help', 'help'): print(USAGE); return 0
+    if not args or args[0] == 'help' or {'-h', '--help'} & set(args): print(USAGE); return 0
     cmd, rest = args[0], args[1:]
     try:
         if cmd not in ('train', 'config'): raise ConfigError(f"unknown command {cmd!r}; expected 'train' or 'config' (see omni-gspo --help)")

@@ -27,17 +27,17 @@ from .tokenizer import CHAT_TEMPLATE, QWEN3_OMNI_VOCAB_SIZE, build_once, omni_pr
 from .tasks.gsm8k import GSM8K_INSTRUCTION, gsm8k_examples, make_gsm8k_rows
 from .tasks.mmk12 import mmk12_records, mmk12_row
 from .tasks.avqa import avqa_records, avqa_row
-from .config import ConfigError
+from .config import ConfigError, TINY_KINDS, TINY_MAX_POSITIONS, checkpoint_problem
 
 # %% auto #0
-__all__ = ['TINY_KINDS', 'DTYPES', 'ADAPTERS', 'ATTENTION_SUPPORT', 'FLASH_PACKAGES', 'ENCODER_PATTERN', 'token_ids',
-           'tiny_thinker_config', 'gsm8k_pairs', 'warm_start', 'multimodal_pairs', 'tiny_model_dir',
-           'vllm_thinker_config', 'vllm_processor', 'base_model', 'running_positions', 'varlen_attention',
-           'CausalLMAdapter', 'ThinkerAdapter', 'register_adapter', 'adapter_for', 'adapter_of', 'fp32_logits_layer',
-           'fp32_residual_stream', 'resolve_model_path', 'load_tokenizer', 'attention_problem', 'check_attention',
-           'load_model', 'load_policy', 'noised_copy', 'lora_modules', 'apply_lora', 'configure_trainable',
-           'full_tensor', 'lora_adapters', 'lora_delta', 'trained_groups', 'export_weights', 'module_mode',
-           'hidden_states_only', 'completion_logprobs', 'packed_hidden_states']
+__all__ = ['DTYPES', 'ADAPTERS', 'ATTENTION_SUPPORT', 'FLASH_PACKAGES', 'ENCODER_PATTERN', 'token_ids', 'tiny_thinker_config',
+           'gsm8k_pairs', 'warm_start', 'multimodal_pairs', 'tiny_model_dir', 'vllm_thinker_config', 'vllm_processor',
+           'base_model', 'running_positions', 'varlen_attention', 'CausalLMAdapter', 'ThinkerAdapter',
+           'register_adapter', 'adapter_for', 'adapter_of', 'fp32_logits_layer', 'fp32_residual_stream',
+           'resolve_model_path', 'load_tokenizer', 'attention_problem', 'check_attention', 'load_model', 'load_policy',
+           'noised_copy', 'lora_modules', 'apply_lora', 'configure_trainable', 'full_tensor', 'lora_adapters',
+           'lora_delta', 'trained_groups', 'export_weights', 'module_mode', 'hidden_states_only', 'completion_logprobs',
+           'packed_hidden_states']
 
 # %% ../nbs/03_model.ipynb #31ed7ab8
 def token_ids(tok)->dict:
@@ -54,7 +54,7 @@ def tiny_thinker_config(tok, # tokenizer whose ids the model uses
     text = dict(vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
                 num_attention_heads=4, num_key_value_heads=2, head_dim=32, moe_intermediate_size=hidden // 2,
                 num_experts=experts, num_experts_per_tok=2, decoder_sparse_step=1, norm_topk_prob=True,
-                max_position_embeddings=4096, rms_norm_eps=1e-6, tie_word_embeddings=False,
+                max_position_embeddings=TINY_MAX_POSITIONS, rms_norm_eps=1e-6, tie_word_embeddings=False,
                 rope_parameters={'rope_type': 'default', 'rope_theta': 1e6, 'mrope_section': [6, 5, 5],
                                  'interleaved': True, 'mrope_interleaved': True},
                 pad_token_id=tok.pad_token_id, bos_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
@@ -93,7 +93,6 @@ def warm_start(model, tok, pairs:list[tuple[list[dict], str]], # (chat messages,
     return loss.item()
 
 # %% ../nbs/03_model.ipynb #36da2a36
-TINY_KINDS = {'': 'small', 'tiny': 'small', 'tiny-qwen': 'qwen', 'tiny-omni': 'omni'}
 _MEDIA_PLACEHOLDER = re.compile(r'<(image|audio)>\n?')
 
 def _text_only(messages:list[dict])->list[dict]:
@@ -198,7 +197,7 @@ class CausalLMAdapter:
     def packs(self, model, mode:str # `actor.packing`: 'auto', 'on' or 'off'
              )->bool:
         "Whether the actor packs micro-batches: `on`, or `auto` with an attention that skips the blocks between rows."
-        if mode not in ('auto', 'on', 'off'): raise ConfigError(f"actor.packing: expected one of auto, on, off, got {mode!r}")
+        # the model family's (its adapter): known once the checkpoint is read
         if mode == 'on' and not self.packable: raise ConfigError(f"actor.packing='on': {type(self).__name__} models cannot pack rows into one sequence; use auto or off")
         return self.packable and (mode == 'on' or (mode == 'auto' and varlen_attention(self.attention(model))))
     def fsdp_units(self, model)->list[str]|None:
@@ -313,12 +312,13 @@ def fp32_residual_stream(model, layers:list[nn.Module] # the decoder layers in o
     return model
 
 # %% ../nbs/03_model.ipynb #96dbeb55
-def resolve_model_path(path:str, warm_start_steps:int)->Path:
-    "The folder to load: a tiny default for '', 'tiny', 'tiny-qwen', else `path` itself (which must exist)."
+def resolve_model_path(path:str, warm_start_steps:int,
+                       key:str='model.path', # the config key naming it, for the message
+                      )->Path:
+    "The folder to load: a tiny model for a name of `TINY_KINDS` ('', 'tiny', 'tiny-qwen', 'tiny-omni'), else `path` itself (which must exist)."
     if path in TINY_KINDS: return tiny_model_dir(TINY_KINDS[path], warm_start_steps)
-    p = Path(path).expanduser()
-    if not (p/'config.json').is_file(): raise FileNotFoundError(f"model.path {path!r}: no config.json there (expected a Hugging Face checkpoint folder, or '' for the tiny default)")
-    return p
+    if why := checkpoint_problem(key, path): raise FileNotFoundError(why)   # `check_config` found it already, unless it went away since
+    return Path(path).expanduser()
 
 def load_tokenizer(path:Path):
     "The tokenizer saved with the checkpoint at `path` (left padding; our chat template if it has none)."
@@ -348,6 +348,7 @@ def check_attention(cls:type, # the class the adapter loads (`model_class`)
                     impl:str, # `model.attn_implementation`
                     device:torch.device):
     "Raise a `ConfigError` naming `model.attn_implementation` and what to use instead, unless `cls` can run `impl` on `device`."
+    # for direct callers; a config's value is one of ATTENTION_SUPPORT already (`choice`)
     if impl not in ATTENTION_SUPPORT: raise ConfigError(f"model.attn_implementation: expected one of {', '.join(ATTENTION_SUPPORT)}, got {impl!r}")
     why = attention_problem(cls, impl, device)
     if why is None: return
@@ -405,17 +406,15 @@ def apply_lora(model, mcfg)->nn.Module:
     try: model = get_peft_model(model, cfg)
     except NoMatchingPeftModuleError: model = None
     names = lora_modules(model) if model is not None else []
-    if not names: raise ConfigError(f"LoRA bound 0 modules: model.target_modules={list(mcfg.target_modules)} matches no module of the text decoder")
+    if not names: raise ConfigError(f"LoRA bound 0 modules: model.target_modules={list(mcfg.target_modules)} matches no module of the text decoder")   # the loaded model's module names: a runtime fact
     bad = [n for n in names if 'audio_tower' in n or 'visual' in n]
     if bad: raise ConfigError(f"LoRA bound encoder modules {bad[:3]}; adapters must stay in the text decoder")
     return model
 
 def configure_trainable(model, mcfg)->nn.Module:
     "LoRA-wrap `model` (lora_rank > 0) or unfreeze all but the frozen towers (lora_rank = 0)."
+    if mcfg.lora_rank > 0: return apply_lora(model, mcfg)   # the towers stay frozen (their keys are inert with LoRA: `inert_keys`)
     fv, fa = mcfg.freeze_vision_tower, mcfg.freeze_audio_tower
-    if mcfg.lora_rank > 0:
-        if not (fv and fa): raise ConfigError("model.freeze_vision_tower/freeze_audio_tower=false need full-parameter training (model.lora_rank=0); LoRA trains the text decoder only")
-        return apply_lora(model, mcfg)
     for n, p in model.named_parameters():
         p.requires_grad = not ((fv and 'visual.' in n) or (fa and 'audio_tower.' in n))
     return model

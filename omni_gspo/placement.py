@@ -41,6 +41,7 @@ def _free_address()->tuple[str, int]:
 def _join_ray(world:int)->bool:
     "Connect to the running Ray cluster (`RAY_ADDRESS`, or one started with `ray start`), else start a local one; True if started here."
     try: import ray
+    # the driver's packages and, below, the Ray cluster: facts of the machine that runs, not of the config
     except ImportError: raise ConfigError(f"{world} ranks (hardware.nnodes × hardware.gpus_per_node) are placed with Ray, which is not installed: pip install 'omni_gspo[ray]'") from None
     if ray.is_initialized(): return False
     kw = dict(include_dashboard=False, log_to_driver=True, configure_logging=False)

@@ -9,7 +9,7 @@ from collections import deque
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Callable
-from .config import ConfigError
+from .config import ConfigError, custom_function_problem
 from .tasks.gsm8k import GSM8K_SOURCE, gsm8k_reward
 from .tasks.mmk12 import MMK12_SOURCE, math_equal, mmk12_reward
 from .tasks.avqa import AVQA_SOURCE, avqa_reward
@@ -52,18 +52,14 @@ def ascii_fraction(data_source:str, solution_str:str, ground_truth:str, extra_in
     n = sum(' ' <= c <= '~' for c in solution_str)
     return {'score': n / len(solution_str) if solution_str else 0.0}
 
-NAMED_REWARDS = {'ascii_fraction': ascii_fraction}   # `reward.custom_function` values naming a built-in reward
+NAMED_REWARDS = {'ascii_fraction': ascii_fraction}   # `reward.custom_function` values naming a built-in reward (`BUILTIN_REWARDS`)
 
 # %% ../nbs/04_rewards.ipynb #d205e600
 def _custom_path(spec:str)->tuple[Path, str]:
     "Absolute file path and function name of a `'path.py:function'` spec."
+    if why := custom_function_problem(spec): raise ConfigError(why)   # `check_config` found it already, unless the file went away since
     path, _, name = spec.rpartition(':')
-    if not path or not name.isidentifier():
-        raise ConfigError(f"reward.custom_function {spec!r}: expected 'path/to/file.py:function' "
-                          f"or one of {', '.join(NAMED_REWARDS)}")
-    p = Path(path).expanduser().resolve()
-    if not p.is_file(): raise ConfigError(f"reward.custom_function {spec!r}: file {p} does not exist (function {name!r})")
-    return p, name
+    return Path(path).expanduser().resolve(), name
 
 @functools.lru_cache(maxsize=16)
 def _load_function(path:str, name:str, mtime_ns:int)->Callable:
@@ -219,7 +215,6 @@ def score_batch(data_sources:list[str], responses:list[str], ground_truths:list[
     if not len(data_sources) == len(ground_truths) == len(extra_infos) == n:
         raise ValueError(f'score_batch: {len(data_sources)} data_sources, {n} responses, {len(ground_truths)} ground_truths '
                          f'and {len(extra_infos)} extra_infos; expected equal lengths')
-    if not timeout_s > 0: raise ConfigError(f'reward.timeout_s must be > 0 seconds, got {timeout_s}')
     if custom in NAMED_REWARDS: pass
     elif custom:
         p, name = _custom_path(custom)

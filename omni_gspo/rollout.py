@@ -235,7 +235,7 @@ def register_engine(name:str, where:str): # where: 'module:Class' of a `RolloutE
 
 def engine_class(name:str)->type:
     "The engine class registered as `name` (`rollout.engine`), imported now."
-    if name not in ENGINES: raise ConfigError(f"rollout.engine={name!r} is not a registered engine; known: {', '.join(ENGINES)}")
+    if name not in ENGINES: raise ConfigError(f"rollout.engine={name!r} is not a registered engine; known: {', '.join(ENGINES)}")   # the registry at run time (`register_engine` may add engines)
     module, cls = ENGINES[name].split(':')
     return getattr(importlib.import_module(module), cls)
 

@@ -4,12 +4,12 @@
 
 # %% ../nbs/09_trainer.ipynb #209f061e
 from __future__ import annotations
-import functools, json, math, time
+import json, math, time
 from dataclasses import dataclass
 from pathlib import Path
 import torch
 from tqdm.auto import tqdm
-from .config import Config, ConfigError, VLLMConfig, atomic_write_text, config_dict, mark_read, save_config
+from .config import Config, ConfigError, atomic_write_text, check_config, config_dict, mark_read, save_config
 from .data import batch_indices, steps_per_epoch
 from .platform import dist_env
 from .rewards import val_metrics
@@ -20,76 +20,14 @@ from .records import data_file_path, drop_rollout_records
 from .loggers import make_loggers
 
 # %% auto #0
-__all__ = ['VALUE_RANGES', 'RANK_SUMS', 'world_checks', 'range_errors', 'check_config', 'trim_metrics', 'split_rows', 'validate',
-           'rank_merge', 'merge_rank_metrics', 'RunResult', 'run_folder', 'train']
+__all__ = ['RANK_SUMS', 'check_driver', 'trim_metrics', 'split_rows', 'validate', 'rank_merge', 'merge_rank_metrics', 'RunResult',
+           'run_folder', 'train']
 
 # %% ../nbs/09_trainer.ipynb #4fab6939
-def world_checks(cfg:Config)->list[tuple[bool, str]]:
-    "What data parallelism over `hardware.nnodes × gpus_per_node` ranks needs of the other keys."
-    h, W = cfg.hardware, cfg.hardware.nnodes * cfg.hardware.gpus_per_node
-    every = f'the {W} ranks (hardware.nnodes × hardware.gpus_per_node)'
-    return [(h.nnodes >= 1 and h.gpus_per_node >= 1, f'hardware.nnodes and hardware.gpus_per_node must be >= 1, got {h.nnodes} and {h.gpus_per_node}'),
-            (dist_env().world_size == 1, f'WORLD_SIZE={dist_env().world_size}: launch one driver process; it places the ranks itself (hardware.nnodes, hardware.gpus_per_node)'),
-            (W == 1 or cfg.data.train_batch_size % W == 0, f'data.train_batch_size ({cfg.data.train_batch_size}) must be a multiple of {every}'),
-            (W == 1 or cfg.actor.ppo_mini_batch_size % W == 0, f'actor.ppo_mini_batch_size ({cfg.actor.ppo_mini_batch_size}) must be a multiple of {every}'),
-            (W == 1 or cfg.actor.fsdp, f'{every} need actor.fsdp=true: FSDP2 reduces the gradients over the ranks'),
-            (W == 1 or cfg.rollout.engine != 'vllm_omni', f"rollout.engine='vllm_omni' runs on one rank for now (its stages place their own workers); use rollout.engine=vllm or hf with {every}")]
-
-VALUE_RANGES = {   # key: (whether a value is valid, what is expected)
-    'data.generated_train_size': (lambda v: v >= 1, '>= 1'), 'data.generated_val_size': (lambda v: v >= 1, '>= 1'),
-    'data.max_prompt_length': (lambda v: v >= 1, '>= 1'),
-    'model.lora_rank': (lambda v: v >= 0, '>= 0 (0: full-parameter training)'), 'model.lora_alpha': (lambda v: v > 0, '> 0'),
-    'model.lora_dropout': (lambda v: 0 <= v < 1, 'in [0, 1)'), 'model.warm_start_steps': (lambda v: v >= 0, '>= 0'),
-    'actor.optim.weight_decay': (lambda v: v >= 0, '>= 0'), 'actor.optim.grad_clip': (lambda v: v > 0, '> 0'),
-    'actor.optim.warmup_steps': (lambda v: v >= 0, '>= 0'), 'actor.optim.min_lr_ratio': (lambda v: 0 <= v <= 1, 'in [0, 1]'),
-    'actor.ppo_max_token_len_per_gpu': (lambda v: v >= 1, '>= 1'),
-    'rollout.min_probs_pearson': (lambda v: -1 <= v <= 1, 'in [-1, 1] (a correlation)'),
-    'algorithm.clip_ratio_low': (lambda v: 0 < v < 1, 'in (0, 1)'), 'algorithm.clip_ratio_high': (lambda v: v > 0, '> 0'),
-    'algorithm.clip_ratio_c': (lambda v: v == 0 or v > 1, '0 (off) or > 1'), 'algorithm.kl_coef': (lambda v: v >= 0, '>= 0'),
-    'algorithm.rollout_is_threshold': (lambda v: v > 1, '> 1'), 'algorithm.opd_coef': (lambda v: v >= 0, '>= 0'),
-    'reward.timeout_s': (lambda v: v > 0, '> 0'), 'logging.print_samples': (lambda v: v >= 0, '>= 0'),
-    'trainer.save_freq': (lambda v: v >= 0, '>= 0 (0: a checkpoint only after the last step)'),
-    'trainer.test_freq': (lambda v: v >= 0, '>= 0 (0: never validate)'),
-    'hardware.num_threads': (lambda v: v >= 0, ">= 0 (0: torch's default)")}
-
-def range_errors(cfg:Config)->list[str]:
-    "One message per key of `VALUE_RANGES` whose value is outside its range (read through `config_dict`: nothing is marked read)."
-    flat = config_dict(cfg)
-    value = lambda key: functools.reduce(dict.__getitem__, key.split('.'), flat)
-    return [f"{k}={value(k)!r}: expected {what}" for k, (ok, what) in VALUE_RANGES.items() if not ok(value(k))]
-
-def check_config(cfg:Config):
-    "Raise `ConfigError` for a value outside its range, and for values that are each valid but do not work together."
-    if errors := range_errors(cfg): raise ConfigError('; '.join(errors))
-    d, a, r = cfg.data, cfg.actor, cfg.rollout
-    checks = [(d.train_batch_size >= 1, 'data.train_batch_size must be >= 1'),
-              (a.ppo_mini_batch_size >= 1 and d.train_batch_size % a.ppo_mini_batch_size == 0,
-               f'actor.ppo_mini_batch_size ({a.ppo_mini_batch_size}) must divide data.train_batch_size ({d.train_batch_size})'),
-              (r.n >= 2, f'rollout.n must be >= 2 for group-relative advantages, got {r.n}'),
-              (r.response_length >= 1, 'rollout.response_length must be >= 1'),
-              (r.temperature > 0, f'rollout.temperature must be > 0, got {r.temperature}'),
-              (r.top_k in (-1, 0) and r.top_p == 1.0,
-               f'rollout.top_k={r.top_k} / rollout.top_p={r.top_p}: training rollouts must sample the full softmax (top_k -1, top_p 1.0); '
-               'a truncated distribution cannot be scored by the actor (the sampled token may fall outside it after an update)'),
-              (a.optim.lr > 0, 'actor.optim.lr must be > 0'),
-              (d.val_batch_size >= 1 and cfg.trainer.max_minutes >= 0, 'data.val_batch_size must be >= 1 and trainer.max_minutes >= 0'),
-              (cfg.logging.rollout_groups >= 0, f'logging.rollout_groups must be >= 0, got {cfg.logging.rollout_groups}'),
-              (a.fsdp or not a.fsdp_cpu_offload, 'actor.fsdp_cpu_offload=true needs actor.fsdp=true'),
-              (cfg.trainer.keep_checkpoints >= 1, f'trainer.keep_checkpoints must be >= 1, got {cfg.trainer.keep_checkpoints}'),
-              (cfg.trainer.max_steps >= 0 and cfg.trainer.total_epochs >= 1, 'trainer.max_steps must be >= 0 and trainer.total_epochs >= 1'),
-              (cfg.model.attn_implementation != 'flex_attention' or cfg.hardware.device != 'cpu',
-               "model.attn_implementation='flex_attention' on hardware.device=cpu: torch has no flex attention backward on CPU, so the actor cannot train; use sdpa or eager"),
-              (cfg.model.fp32_logits or cfg.model.dtype != 'float32',
-               "model.fp32_logits=false does nothing with model.dtype='float32': its logits are fp32 already; drop the key"),
-              (cfg.model.fp32_residual or cfg.model.dtype != 'float32',
-               "model.fp32_residual=false does nothing with model.dtype='float32': its residual stream is fp32 already; drop the key")]
-    for ok, msg in checks + world_checks(cfg):
-        if not ok: raise ConfigError(msg)
-    if r.engine != 'hf' and r.hf_fast_decode != 'auto':
-        raise ConfigError(f"rollout.hf_fast_decode={r.hf_fast_decode!r} is set, but rollout.engine={r.engine!r} does not use the hf engine; drop the key")
-    if r.engine == 'hf':   # the vLLM section is read by the vLLM engines only: setting it for hf would do nothing
-        changed = [k for k, default in config_dict(VLLMConfig()).items() if getattr(r.vllm, k) != default]
-        if changed: raise ConfigError(f"rollout.vllm.{changed[0]} is set, but rollout.engine='hf' does not use vLLM; set rollout.engine=vllm or drop the key")
+def check_driver():
+    "Raise `ConfigError` unless this is one driver process: a fact of how it was launched, not of the config."
+    if (w := dist_env().world_size) != 1:
+        raise ConfigError(f'WORLD_SIZE={w}: launch one driver process; it places the ranks itself (hardware.nnodes, hardware.gpus_per_node)')
 
 # %% ../nbs/09_trainer.ipynb #b631be02
 def trim_metrics(path:Path, last_step:int):
@@ -153,6 +91,7 @@ def run_folder(output_dir:str, # `trainer.output_dir`; a last part '{time}' beco
         p = Path(resume)
         if (p/'state.json').exists() and p.parent.name == 'checkpoints': return p.parent.parent, p
         cks = list_checkpoints(p)
+        # the run folder's contents when the run starts: not a config fact
         if not cks: raise ConfigError(f"trainer.resume={resume!r}: no checkpoint there (expected a run folder with checkpoints/step_N, or one checkpoint folder)")
         return p, cks[-1][1]
     out = Path(output_dir)
@@ -175,7 +114,7 @@ def _step_metrics(parts:list[dict], step:int, spe:int)->tuple[dict, list[str], l
 
 def train(cfg:Config, log=print)->RunResult:
     "Run GSPO training as configured: a fresh run folder, or a resumed run (`trainer.resume`)."
-    check_config(cfg)
+    check_config(cfg); check_driver()
     tc, lc = cfg.trainer, cfg.logging
     out, resume_from = run_folder(tc.output_dir, tc.resume, time.strftime('%Y%m%d-%H%M%S'))
     out = out.absolute()

@@ -422,10 +422,8 @@ class VLLMEngine:
 def vllm_settings(vcfg, # the `rollout.vllm` config section
                   cuda:bool|None=None, # a GPU run (default: whether torch sees CUDA)
                  )->dict:
-    "`VLLMEngine` keyword arguments from the `rollout.vllm` config section."
+    "`VLLMEngine` keyword arguments from the `rollout.vllm` config section (its values checked by `check_config`)."
     cuda = torch.cuda.is_available() if cuda is None else cuda
-    if vcfg.cuda_graphs == 'on' and not cuda: raise ConfigError("rollout.vllm.cuda_graphs='on' needs a GPU; use 'auto' (eager on CPU)")
-    if not 0 < vcfg.gpu_memory_utilization <= 1: raise ConfigError(f"rollout.vllm.gpu_memory_utilization must be in (0, 1], got {vcfg.gpu_memory_utilization}")
     kw = dict(lora_sync=vcfg.lora_sync, moe_expert_fix={'auto': None, 'direct': True, 'vllm': False}[vcfg.moe_expert_path],
               enforce_eager=not cuda or vcfg.cuda_graphs == 'off', max_num_seqs=vcfg.max_num_seqs)
     if cuda: kw['gpu_memory_utilization'] = vcfg.gpu_memory_utilization

@@ -89,7 +89,7 @@ def save_checkpoint(out:Path, step:int, model, opt, keep:int=2, sched=None)->Pat
 def load_checkpoint(path:Path, model, opt, sched=None)->int:
     "Restore the trainable tensors, the optimizer, the lr schedule and this rank's RNG state from `path`, bit for bit; return its step."
     info = json.loads((path/'state.json').read_text())
-    if info.get('ranks', 1) != world_size():
+    if info.get('ranks', 1) != world_size():   # the checkpoint's ranks against the launched group: known only when resuming
         raise ConfigError(f"checkpoint {path} was written by {info.get('ranks', 1)} ranks, this run has {world_size()}; resume with the same hardware.nnodes × gpus_per_node")
     state = _training_state(model, opt)
     saved = dcp.FileSystemReader(path).read_metadata().state_dict_metadata
@@ -117,7 +117,7 @@ def shard_actor(model, cfg, adapter)->bool:
 def load_teacher(path:str, mcfg, device, log):
     "The frozen distillation teacher at `path` ('' = no distillation)."
     if not path: return None
-    teacher = load_model(resolve_model_path(path, mcfg.warm_start_steps), mcfg.dtype, device, mcfg.attn_implementation, mcfg.fp32_logits, mcfg.fp32_residual).eval().requires_grad_(False)
+    teacher = load_model(resolve_model_path(path, mcfg.warm_start_steps, 'algorithm.opd_teacher'), mcfg.dtype, device, mcfg.attn_implementation, mcfg.fp32_logits, mcfg.fp32_residual).eval().requires_grad_(False)
     log(f"distillation teacher: {path}")
     return teacher
 
@@ -210,7 +210,7 @@ def _prompts(path, what, generated, seed, tok, processor, dcfg, log):
     exs, drops = load_split(path, what, generated, seed, dcfg.skip_bad_media)
     max_len = dcfg.max_prompt_length
     multimodal = any(e.images or e.audios for e in exs)
-    if multimodal and processor is None: raise ConfigError(f"{what} {path!r} has images or audio, but model.path is a text-only model")
+    if multimodal and processor is None: raise ConfigError(f"{what} {path!r} has images or audio, but model.path is a text-only model")   # the loaded checkpoint's processor: known once it is loaded
     ps, dropped = encode_prompts(exs, processor if multimodal else tok, max_len)
     dropped = {**drops, **({f'longer than {max_len} tokens': dropped} if dropped else {})}
     log(f"{what}: {len(ps)} prompts from {path or 'generated problems'}" + (f"; dropped {dropped}" if dropped else ''))
