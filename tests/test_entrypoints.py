@@ -76,6 +76,48 @@ def test_cli_bad_input_is_one_clear_line(tmp_path, args, msg):
     assert not (tmp_path/'runs').exists()          # nothing was started
 
 
+def readme_commands()->list[list[str]]:
+    "The arguments of every `omni-gspo` command in the README's bash blocks (continuation lines joined, comments cut)."
+    import re, shlex
+    blocks = re.findall(r"```bash\n(.*?)```", (ROOT/'README.md').read_text(), flags=re.S)
+    lines = [l for b in blocks for l in b.replace('\\\n', ' ').splitlines()]
+    return [shlex.split(l.rpartition('omni-gspo')[2], comments=True) for l in lines if 'omni-gspo ' in l]
+
+
+def test_readme_commands_pass_config(tmp_path):
+    "Every `omni-gspo` command of the README, run as `omni-gspo config` (a named checkpoint folder made here): the config it builds is valid."
+    cmds = readme_commands()
+    assert len(cmds) >= 7 and any('hardware.gpus_per_node=8' in c for c in cmds) and any('hardware.nnodes=2' in c for c in cmds), cmds
+    for cmd in cmds:
+        for a in cmd:
+            if a.startswith('model.path='):    # the real checkpoint's config.json, as far as the checks read it
+                (tmp_path/a[11:]).mkdir(parents=True, exist_ok=True)
+                (tmp_path/a[11:]/'config.json').write_text(json.dumps({'model_type': 'qwen3_omni_moe', 'thinker_config': {
+                    'text_config': {'max_position_embeddings': 65536}}}))
+        r = run_cli('config', *cmd[1:], cwd=tmp_path)
+        assert cmd[0] in ('train', 'config') and r.returncode == 0, (cmd, r.stderr)
+    two = next(c for c in cmds if 'hardware.nnodes=2' in c)
+    r = run_cli('config', *[a for a in two[1:] if not a.startswith('actor.ppo_mini_batch_size')], cwd=tmp_path)
+    assert r.returncode == 2 and 'actor.ppo_mini_batch_size (4) must be a multiple of the 16 ranks' in r.stderr, r.stderr   # what the batch sizes are for
+
+
+def test_issue_example_fails_at_config(tmp_path):
+    "A GPU config with a checkpoint that is not there and batches the ranks do not divide: every problem at once, before any device."
+    r = run_cli('config', 'recipe=avqa', 'hardware.device=gpu', 'hardware.gpus_per_node=8', 'actor.fsdp=true', 'rollout.engine=vllm',
+                'model.path=/nonexistent', cwd=tmp_path)
+    assert r.returncode == 2 and r.stdout == '', r.stdout
+    lines = r.stderr.splitlines()
+    assert lines[0] == 'omni-gspo: error: 3 problems in the config:', r.stderr
+    assert [l.split()[1] for l in lines[1:]] == ['data.train_batch_size', 'actor.ppo_mini_batch_size', "model.path"], r.stderr
+    assert "model.path '/nonexistent': no config.json there" in r.stderr
+
+
+@pytest.mark.parametrize('args', [['--help'], ['train', '--help'], ['config', '--help'], ['train', 'recipe=avqa', '-h']])
+def test_help_prints_usage(tmp_path, args):
+    r = run_cli(*args, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith('usage: omni-gspo') and r.stderr == '', (r.stdout, r.stderr)
+
+
 def test_papermill_train_gsm8k_defaults(tmp_path):
     out = tmp_path/'out.ipynb'
     pm.execute_notebook(str(ROOT/'nbs'/'train_gsm8k.ipynb'), str(out), cwd=str(tmp_path), kernel_name='python3',
