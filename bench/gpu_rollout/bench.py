@@ -72,7 +72,7 @@ def run_config(a, util:float|None=None):
     ov = {'model.dtype': 'bfloat16', 'model.lora_rank': 32, 'model.lora_alpha': 64, 'rollout.engine': 'vllm', 'rollout.n': 1,
           'rollout.temperature': 1.0, 'rollout.response_length': a.gen, 'data.max_prompt_length': a.prompt,
           'rollout.vllm.max_num_seqs': max(a.batches)}
-    if util: ov['rollout.vllm.gpu_memory_utilization'] = util
+    if util: ov |= {'rollout.vllm.gpu_memory_utilization': util, 'hardware.device': 'gpu'}   # a GPU-only key: refused on the CPU default
     return build_config('gsm8k', ov)
 
 def timed_batches(a, variants:dict, base:dict, engine:str, gen_len:int)->list[dict]:

@@ -120,7 +120,7 @@ def rollout_worker(a, model, dev):
     from omni_gspo.vllm_engine import VLLMEngine, vllm_settings
     if dev.type == 'cuda':   # vLLM takes util x total and needs it free at its start: the actor's share is already taken
         free, total = torch.cuda.mem_get_info()
-        over |= {'rollout.engine': 'vllm', 'rollout.vllm.gpu_memory_utilization': math.floor((free - a.reserve_gib * 2**30) / total * 100) / 100}
+        over |= {'rollout.engine': 'vllm', 'hardware.device': 'gpu', 'rollout.vllm.gpu_memory_utilization': math.floor((free - a.reserve_gib * 2**30) / total * 100) / 100}
     cfg = build_config('gsm8k', over)
     eng, start_s = clock(lambda: VLLMEngine(model, tok, cfg.rollout, banned=banned, adapter=ad, max_model_len=a.prompt + a.response,
                                             **vllm_settings(cfg.rollout.vllm)), dev)
