@@ -316,7 +316,7 @@ def build_config(recipe:str='gsm8k', # recipe name (see `RECIPES`)
                  overrides:list|dict=(), # `['key=value', ...]` or `{'key': value}`
                  **extra # dotted keys passed as `**{'trainer.max_steps': 2}`, applied last
                 )->Config:
-    "Defaults → recipe → overrides → extra args, each checked and parsed; then the whole config checked (`check_config`)."
+    "Defaults → recipe → overrides → extra args, each checked and parsed; then the whole config (`check_config`)."
     cfg = Config()
     if isinstance(overrides, str): raise ConfigError(f"overrides must be a list of key=value strings or a dict, got the string {overrides!r}")
     ov = overrides if isinstance(overrides, dict) else parse_overrides(list(overrides))
@@ -328,7 +328,7 @@ def build_config(recipe:str='gsm8k', # recipe name (see `RECIPES`)
     return cfg
 
 # %% ../nbs/00_config.ipynb #2a8c7763
-TINY_KINDS = {'': 'small', 'tiny': 'small', 'tiny-qwen': 'qwen', 'tiny-omni': 'omni'}   # model.path names of the built tiny thinkers (03_model)
+TINY_KINDS = {'': 'small', 'tiny': 'small', 'tiny-qwen': 'qwen', 'tiny-omni': 'omni'}   # model.path names of the tiny thinkers
 TINY_MAX_POSITIONS = 4096   # the tiny thinkers' max_position_embeddings
 LOGGERS = ('console', 'tensorboard', 'wandb')   # logging.loggers' names (08a_loggers); jsonl is always on
 
@@ -344,10 +344,11 @@ def checkpoint_problem(key:str, # the config key naming the checkpoint, for the 
                        path:str)->str|None:
     "Why `path` is no checkpoint folder (None: it is one, or a tiny model's name)."
     if path in TINY_KINDS or (Path(path).expanduser()/'config.json').is_file(): return None
-    return f"{key} {path!r}: no config.json there (expected a Hugging Face checkpoint folder, or '' for the tiny default)"
+    return (f"{key} {path!r}: no config.json there "
+            "(expected a Hugging Face checkpoint folder, or '' for the tiny default)")
 
 def checkpoint_max_positions(path:str)->int|None:
-    "The `max_position_embeddings` of the checkpoint at `path` (of its text model), the tiny models' for their names; None if unknown."
+    "The `max_position_embeddings` of the (text model of the) checkpoint at `path`, or of a tiny model; None if unknown."
     if path in TINY_KINDS: return TINY_MAX_POSITIONS
     f = Path(path).expanduser()/'config.json'
     if not f.is_file(): return None
@@ -357,9 +358,10 @@ def checkpoint_max_positions(path:str)->int|None:
     return None
 
 def custom_function_problem(spec:str)->str|None:
-    "Why `reward.custom_function` `spec` names no function file (None: it has the form 'file.py:function' and the file exists)."
+    "Why `reward.custom_function` `spec` names no function of a file (None: 'file.py:function', and the file exists)."
     path, _, name = spec.rpartition(':')
-    if not path or not name.isidentifier(): return f"reward.custom_function {spec!r}: expected 'path/to/file.py:function'"
+    if not path or not name.isidentifier():
+        return f"reward.custom_function {spec!r}: expected 'path/to/file.py:function'"
     p = Path(path).expanduser().resolve()
     return None if p.is_file() else f"reward.custom_function {spec!r}: file {p} does not exist (function {name!r})"
 
@@ -368,27 +370,32 @@ VALUE_RANGES = {   # key: (whether a value is valid, what is expected)
     'data.generated_train_size': (lambda v: v >= 1, '>= 1'), 'data.generated_val_size': (lambda v: v >= 1, '>= 1'),
     'data.max_prompt_length': (lambda v: v >= 1, '>= 1'), 'data.train_batch_size': (lambda v: v >= 1, '>= 1'),
     'data.val_batch_size': (lambda v: v >= 1, '>= 1'),
-    'model.lora_rank': (lambda v: v >= 0, '>= 0 (0: full-parameter training)'), 'model.lora_alpha': (lambda v: v > 0, '> 0'),
-    'model.lora_dropout': (lambda v: 0 <= v < 1, 'in [0, 1)'), 'model.warm_start_steps': (lambda v: v >= 0, '>= 0'),
-    'actor.optim.lr': (lambda v: v > 0, '> 0'),
+    'model.lora_rank': (lambda v: v >= 0, '>= 0 (0: full-parameter training)'),
+    'model.lora_alpha': (lambda v: v > 0, '> 0'), 'model.lora_dropout': (lambda v: 0 <= v < 1, 'in [0, 1)'),
+    'model.warm_start_steps': (lambda v: v >= 0, '>= 0'), 'actor.optim.lr': (lambda v: v > 0, '> 0'),
     'actor.optim.weight_decay': (lambda v: v >= 0, '>= 0'), 'actor.optim.grad_clip': (lambda v: v > 0, '> 0'),
-    'actor.optim.warmup_steps': (lambda v: v >= 0, '>= 0'), 'actor.optim.min_lr_ratio': (lambda v: 0 <= v <= 1, 'in [0, 1]'),
-    'actor.ppo_mini_batch_size': (lambda v: v >= 1, '>= 1'), 'actor.ppo_max_token_len_per_gpu': (lambda v: v >= 1, '>= 1'),
+    'actor.optim.warmup_steps': (lambda v: v >= 0, '>= 0'),
+    'actor.optim.min_lr_ratio': (lambda v: 0 <= v <= 1, 'in [0, 1]'),
+    'actor.ppo_mini_batch_size': (lambda v: v >= 1, '>= 1'),
+    'actor.ppo_max_token_len_per_gpu': (lambda v: v >= 1, '>= 1'),
     'rollout.n': (lambda v: v >= 2, '>= 2 (group-relative advantages need a group)'),
     'rollout.temperature': (lambda v: v > 0, '> 0'), 'rollout.response_length': (lambda v: v >= 1, '>= 1'),
     'rollout.min_probs_pearson': (lambda v: -1 <= v <= 1, 'in [-1, 1] (a correlation)'),
     'rollout.vllm.gpu_memory_utilization': (lambda v: 0 < v <= 1, 'in (0, 1] (a share of the device memory)'),
     'rollout.vllm.max_num_seqs': (lambda v: v >= 1, '>= 1'),
     'rollout.vllm.max_num_batched_tokens': (lambda v: v >= 0, ">= 0 (0: vLLM's default)"),
-    'algorithm.clip_ratio_low': (lambda v: 0 < v < 1, 'in (0, 1)'), 'algorithm.clip_ratio_high': (lambda v: v > 0, '> 0'),
-    'algorithm.clip_ratio_c': (lambda v: v == 0 or v > 1, '0 (off) or > 1'), 'algorithm.kl_coef': (lambda v: v >= 0, '>= 0'),
-    'algorithm.rollout_is_threshold': (lambda v: v > 1, '> 1'), 'algorithm.opd_coef': (lambda v: v >= 0, '>= 0'),
-    'reward.timeout_s': (lambda v: v > 0, '> 0 seconds'),
-    'trainer.max_steps': (lambda v: v >= 0, '>= 0 (0: trainer.total_epochs passes)'), 'trainer.total_epochs': (lambda v: v >= 1, '>= 1'),
+    'algorithm.clip_ratio_low': (lambda v: 0 < v < 1, 'in (0, 1)'),
+    'algorithm.clip_ratio_high': (lambda v: v > 0, '> 0'),
+    'algorithm.clip_ratio_c': (lambda v: v == 0 or v > 1, '0 (off) or > 1'),
+    'algorithm.kl_coef': (lambda v: v >= 0, '>= 0'), 'algorithm.rollout_is_threshold': (lambda v: v > 1, '> 1'),
+    'algorithm.opd_coef': (lambda v: v >= 0, '>= 0'), 'reward.timeout_s': (lambda v: v > 0, '> 0 seconds'),
+    'trainer.max_steps': (lambda v: v >= 0, '>= 0 (0: trainer.total_epochs passes)'),
+    'trainer.total_epochs': (lambda v: v >= 1, '>= 1'),
     'trainer.max_minutes': (lambda v: v >= 0, '>= 0 (0: no limit)'),
     'trainer.save_freq': (lambda v: v >= 0, '>= 0 (0: a checkpoint only after the last step)'),
-    'trainer.test_freq': (lambda v: v >= 0, '>= 0 (0: never validate)'), 'trainer.keep_checkpoints': (lambda v: v >= 1, '>= 1'),
-    'logging.print_samples': (lambda v: v >= 0, '>= 0'), 'logging.rollout_groups': (lambda v: v >= 0, '>= 0 (0: none)'),
+    'trainer.test_freq': (lambda v: v >= 0, '>= 0 (0: never validate)'),
+    'trainer.keep_checkpoints': (lambda v: v >= 1, '>= 1'), 'logging.print_samples': (lambda v: v >= 0, '>= 0'),
+    'logging.rollout_groups': (lambda v: v >= 0, '>= 0 (0: none)'),
     'hardware.num_threads': (lambda v: v >= 0, ">= 0 (0: torch's default)"),
     'hardware.nnodes': (lambda v: v >= 1, '>= 1'), 'hardware.gpus_per_node': (lambda v: v >= 1, '>= 1')}
 
@@ -403,32 +410,36 @@ def _divides(a:int, b:int)->bool: return a < 1 or b % a == 0   # a value < 1 is 
 def combination_errors(cfg:Config)->list[str]:
     "Values each in range that do not work together, or name what is not there (a checkpoint, a reward file)."
     v = flat_config(cfg)
-    B, M, W = v['data.train_batch_size'], v['actor.ppo_mini_batch_size'], v['hardware.nnodes'] * v['hardware.gpus_per_node']
+    B, M = v['data.train_batch_size'], v['actor.ppo_mini_batch_size']
+    W = v['hardware.nnodes'] * v['hardware.gpus_per_node']
     every = f'the {W} ranks (hardware.nnodes × hardware.gpus_per_node)'
     P, R, positions = v['data.max_prompt_length'], v['rollout.response_length'], checkpoint_max_positions(v['model.path'])
+    loss, agg, top_k, top_p = v['algorithm.policy_loss'], v['algorithm.loss_agg_mode'], v['rollout.top_k'], v['rollout.top_p']
+    unknown = sorted(set(v['logging.loggers']) - {*LOGGERS, 'jsonl'})
     checks = [(_divides(M, B), f'actor.ppo_mini_batch_size ({M}) must divide data.train_batch_size ({B})'),
               (_divides(W, B), f'data.train_batch_size ({B}) must be a multiple of {every}'),
               (_divides(W, M), f'actor.ppo_mini_batch_size ({M}) must be a multiple of {every}'),
               (W <= 1 or v['actor.fsdp'], f'{every} need actor.fsdp=true: FSDP2 reduces the gradients over the ranks'),
-              (W <= 1 or v['rollout.engine'] != 'vllm_omni', f"rollout.engine='vllm_omni' runs on one rank for now (its stages place "
-                                                           f"their own workers); use rollout.engine=vllm or hf with {every}"),
-              (v['rollout.top_k'] in (-1, 0) and v['rollout.top_p'] == 1.0,
-               f"rollout.top_k={v['rollout.top_k']} / rollout.top_p={v['rollout.top_p']}: training rollouts must sample the full softmax "
-               '(top_k -1, top_p 1.0); a truncated distribution cannot be scored by the actor (the sampled token may fall outside it after an update)'),
+              (W <= 1 or v['rollout.engine'] != 'vllm_omni', "rollout.engine='vllm_omni' runs on one rank for now "
+               f'(its stages place their own workers); use rollout.engine=vllm or hf with {every}'),
+              (top_k in (-1, 0) and top_p == 1.0, f'rollout.top_k={top_k} / rollout.top_p={top_p}: training rollouts must '
+               'sample the full softmax (top_k -1, top_p 1.0); a truncated distribution cannot be scored by the actor '
+               '(the sampled token may fall outside it after an update)'),
               (v['model.attn_implementation'] != 'flex_attention' or v['hardware.device'] != 'cpu',
-               "model.attn_implementation='flex_attention' on hardware.device=cpu: torch has no flex attention backward on CPU, so the actor cannot train; use sdpa or eager"),
-              (v['algorithm.kl_coef'] == 0 or v['model.lora_rank'] != 0,
-               'algorithm.kl_coef > 0 needs a LoRA policy (model.lora_rank > 0): the reference is the base model with the adapter disabled'),
-              (v['algorithm.policy_loss'] == 'vanilla' or v['algorithm.loss_agg_mode'] == 'seq-mean-token-mean',
-               f"algorithm.loss_agg_mode={v['algorithm.loss_agg_mode']!r} does not apply to policy_loss={v['algorithm.policy_loss']!r} "
-               '(GSPO averages tokens within each sequence, then sequences); use policy_loss=vanilla'),
-              (positions is None or P + R <= positions,
-               f"data.max_prompt_length ({P}) + rollout.response_length ({R}) = {P + R} tokens, more than the {positions} positions of "
-               f"model.path {v['model.path']!r} (its max_position_embeddings); shorten one of them"),
-              (not set(v['logging.loggers']) - {*LOGGERS, 'jsonl'},
-               f"logging.loggers: unknown logger(s) {sorted(set(v['logging.loggers']) - {*LOGGERS, 'jsonl'})}; expected any of {', '.join(LOGGERS)} (jsonl is always on)")]
-    found = [checkpoint_problem('model.path', v['model.path']), v['algorithm.opd_teacher'] and checkpoint_problem('algorithm.opd_teacher', v['algorithm.opd_teacher']),
-             v['reward.custom_function'] and custom_function_problem(v['reward.custom_function'])]
+               "model.attn_implementation='flex_attention' on hardware.device=cpu: torch has no flex attention backward "
+               'on CPU, so the actor cannot train; use sdpa or eager'),
+              (v['algorithm.kl_coef'] == 0 or v['model.lora_rank'] != 0, 'algorithm.kl_coef > 0 needs a LoRA policy '
+               '(model.lora_rank > 0): the reference is the base model with the adapter disabled'),
+              (loss == 'vanilla' or agg == 'seq-mean-token-mean', f'algorithm.loss_agg_mode={agg!r} does not apply to '
+               f'policy_loss={loss!r} (GSPO averages tokens within each sequence, then sequences); use policy_loss=vanilla'),
+              (positions is None or P + R <= positions, f'data.max_prompt_length ({P}) + rollout.response_length ({R}) = '
+               f"{P + R} tokens, more than the {positions} positions of model.path {v['model.path']!r} "
+               '(its max_position_embeddings); shorten one of them'),
+              (not unknown, f"logging.loggers: unknown logger(s) {unknown}; expected any of {', '.join(LOGGERS)} "
+               '(jsonl is always on)')]
+    teacher, reward = v['algorithm.opd_teacher'], v['reward.custom_function']
+    found = [checkpoint_problem('model.path', v['model.path']),
+             teacher and checkpoint_problem('algorithm.opd_teacher', teacher), reward and custom_function_problem(reward)]
     return [msg for ok, msg in checks if not ok] + [m for m in found if m]
 
 # %% ../nbs/00_config.ipynb #d2d38a60
@@ -436,25 +447,32 @@ INERT_WHEN = [   # (keys, the key that decides, when its value leaves them doing
     (('model.target_modules', 'model.lora_alpha', 'model.lora_dropout'), 'model.lora_rank', lambda r: r == 0,
      'full-parameter training has no adapter; set model.lora_rank > 0, or drop the key'),
     (('model.freeze_vision_tower', 'model.freeze_audio_tower'), 'model.lora_rank', lambda r: r > 0,
-     'LoRA trains the text decoder only, the towers stay frozen; set model.lora_rank=0 for full-parameter training, or drop the key'),
+     'LoRA trains the text decoder only, the towers stay frozen; set model.lora_rank=0 for full-parameter training, '
+     'or drop the key'),
     (tuple(f'rollout.vllm.{k}' for k in config_dict(VLLMConfig())), 'rollout.engine', lambda e: e == 'hf',
      'only the vLLM engines read rollout.vllm; set rollout.engine=vllm, or drop the key'),
     (('rollout.vllm.cuda_graphs', 'rollout.vllm.gpu_memory_utilization'), 'hardware.device', lambda d: d == 'cpu',
      'GPU only: vLLM on CPU decodes eagerly in host memory; drop the key'),
-    (('rollout.hf_fast_decode',), 'rollout.engine', lambda e: e != 'hf', 'only the hf engine reads it; drop the key'),
+    (('rollout.hf_fast_decode',), 'rollout.engine', lambda e: e != 'hf',
+     'only the hf engine reads it; drop the key'),
     (('algorithm.rollout_is_threshold',), 'algorithm.rollout_is', lambda m: m == 'none',
      'there is no rollout correction to threshold; set algorithm.rollout_is=tis or mis, or drop the key'),
     (('algorithm.clip_ratio_c',), 'algorithm.policy_loss', lambda p: p != 'vanilla',
      'the dual clip belongs to the token-level PPO loss; set algorithm.policy_loss=vanilla, or drop the key'),
     (('actor.optim.min_lr_ratio',), 'actor.optim.lr_scheduler', lambda s: s == 'constant',
      'only the cosine decay ends at it; set actor.optim.lr_scheduler=cosine, or drop the key'),
-    (('algorithm.kl_type',), 'algorithm.kl_coef', lambda c: c == 0, 'no KL term is computed; set algorithm.kl_coef > 0, or drop the key'),
-    (('algorithm.opd_coef',), 'algorithm.opd_teacher', lambda t: t == '', 'there is no distillation without a teacher; set algorithm.opd_teacher, or drop the key'),
-    (('actor.fsdp_cpu_offload',), 'actor.fsdp', lambda f: not f, 'only FSDP2 shards are offloaded; set actor.fsdp=true, or drop the key'),
-    (('model.fp32_logits', 'model.fp32_residual'), 'model.dtype', lambda d: d == 'float32', 'a float32 model computes in fp32 already; drop the key'),
+    (('algorithm.kl_type',), 'algorithm.kl_coef', lambda c: c == 0,
+     'no KL term is computed; set algorithm.kl_coef > 0, or drop the key'),
+    (('algorithm.opd_coef',), 'algorithm.opd_teacher', lambda t: t == '',
+     'there is no distillation without a teacher; set algorithm.opd_teacher, or drop the key'),
+    (('actor.fsdp_cpu_offload',), 'actor.fsdp', lambda f: not f,
+     'only FSDP2 shards are offloaded; set actor.fsdp=true, or drop the key'),
+    (('model.fp32_logits', 'model.fp32_residual'), 'model.dtype', lambda d: d == 'float32',
+     'a float32 model computes in fp32 already; drop the key'),
     (('trainer.total_epochs',), 'trainer.max_steps', lambda s: s > 0,
      'the run ends after trainer.max_steps; set trainer.max_steps=0 to train for whole epochs, or drop the key'),
-    (('model.warm_start_steps',), 'model.path', lambda p: p not in TINY_KINDS, 'only the tiny models are warm-started; drop the key')]
+    (('model.warm_start_steps',), 'model.path', lambda p: p not in TINY_KINDS,
+     'only the tiny models are warm-started; drop the key')]
 
 def changed_keys(cfg:Config)->set[str]:
     "Leaf keys of `cfg` whose value differs from the default."
