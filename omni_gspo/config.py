@@ -10,12 +10,12 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['RECIPES', 'DEPENDENT_DEFAULTS', 'TINY_KINDS', 'TINY_MAX_POSITIONS', 'LOGGERS', 'VALUE_RANGES', 'INERT_WHEN',
-           'ConfigError', 'Section', 'choice', 'DataConfig', 'ModelConfig', 'OptimConfig', 'ActorConfig', 'VLLMConfig',
-           'RolloutConfig', 'AlgorithmConfig', 'RewardConfig', 'TrainerConfig', 'LoggingConfig', 'HardwareConfig',
-           'Config', 'config_dict', 'leaf_keys', 'parse_value', 'parse_overrides', 'close_keys', 'check_key',
-           'recipe_overrides', 'set_key', 'get_key', 'apply_dependent_defaults', 'build_config', 'flat_config',
-           'checkpoint_problem', 'checkpoint_max_positions', 'custom_function_problem', 'range_errors',
+__all__ = ['RECIPES', 'DEPENDENT_DEFAULTS', 'TINY_KINDS', 'TINY_MAX_POSITIONS', 'LOGGERS', 'BUILTIN_REWARDS', 'VALUE_RANGES',
+           'INERT_WHEN', 'ConfigError', 'Section', 'choice', 'DataConfig', 'ModelConfig', 'OptimConfig', 'ActorConfig',
+           'VLLMConfig', 'RolloutConfig', 'AlgorithmConfig', 'RewardConfig', 'TrainerConfig', 'LoggingConfig',
+           'HardwareConfig', 'Config', 'config_dict', 'leaf_keys', 'parse_value', 'parse_overrides', 'close_keys',
+           'check_key', 'recipe_overrides', 'set_key', 'get_key', 'apply_dependent_defaults', 'build_config',
+           'flat_config', 'checkpoint_problem', 'checkpoint_max_positions', 'custom_function_problem', 'range_errors',
            'combination_errors', 'changed_keys', 'inert_keys', 'config_errors', 'check_config', 'format_config',
            'atomic_path', 'atomic_dir', 'atomic_write_text', 'save_config', 'load_config', 'unread_keys', 'read_keys',
            'mark_read']
@@ -331,6 +331,7 @@ def build_config(recipe:str='gsm8k', # recipe name (see `RECIPES`)
 TINY_KINDS = {'': 'small', 'tiny': 'small', 'tiny-qwen': 'qwen', 'tiny-omni': 'omni'}   # model.path names of the tiny thinkers
 TINY_MAX_POSITIONS = 4096   # the tiny thinkers' max_position_embeddings
 LOGGERS = ('console', 'tensorboard', 'wandb')   # logging.loggers' names (08a_loggers); jsonl is always on
+BUILTIN_REWARDS = ('ascii_fraction',)   # reward.custom_function values naming a built-in reward (04_rewards)
 
 def flat_config(cfg:Config)->dict:
     "`{dotted key: value}` of every leaf of `cfg`; does not count as reading it."
@@ -358,10 +359,11 @@ def checkpoint_max_positions(path:str)->int|None:
     return None
 
 def custom_function_problem(spec:str)->str|None:
-    "Why `reward.custom_function` `spec` names no function of a file (None: 'file.py:function', and the file exists)."
+    "Why `reward.custom_function` `spec` names no reward (None: a built-in's name, or 'file.py:function' of a file that exists)."
+    if spec in BUILTIN_REWARDS: return None
     path, _, name = spec.rpartition(':')
     if not path or not name.isidentifier():
-        return f"reward.custom_function {spec!r}: expected 'path/to/file.py:function'"
+        return f"reward.custom_function {spec!r}: expected 'path/to/file.py:function' or one of {', '.join(BUILTIN_REWARDS)}"
     p = Path(path).expanduser().resolve()
     return None if p.is_file() else f"reward.custom_function {spec!r}: file {p} does not exist (function {name!r})"
 
