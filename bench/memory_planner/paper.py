@@ -52,13 +52,15 @@ def main():
     a = ap.parse_args()
     from thinker import thinker_config
     from omni_gspo.config import build_config
-    from omni_gspo.plan import report
+    from omni_gspo.plan import OUTSIDE_TORCH, report
     folder = Path(tempfile.mkdtemp()); thinker_config().save_pretrained(folder)
     rows = []
     for name, over, tp, upstream, src in SHAPES:
         p = plan_with_tp(build_config('gsm8k', over | {'model.path': str(folder)}), tp)
         print(f'== {name} (rollout tensor parallel {tp})\n{report(p)}\n  upstream reported: {upstream} GB ({src})\n')
-        rows.append({'name': name, 'config': over, 'rollout_tensor_parallel_size': tp, 'planned_torch_allocated_gib': round(p.allocated_gb, 2),
+        actor = sum(v for k, v in p.update.items() if k not in OUTSIDE_TORCH + ('vLLM asleep',))   # the actor process's torch count
+        print(f'  our actor torch count (update phase): {actor:.2f} GiB\n')
+        rows.append({'name': name, 'config': over, 'rollout_tensor_parallel_size': tp, 'planned_actor_torch_gib': round(actor, 2),
                      'planned_device_peak_gib': round(p.peak_gb, 2), 'fits': p.fits, 'upstream_reported_gb': upstream, 'upstream_source': src,
                      'parts_update_gib': {k: round(v, 2) for k, v in p.update.items()}, 'parts_generate_gib': {k: round(v, 2) for k, v in p.generate.items()}})
     Path(a.out).write_text(json.dumps(rows, indent=1) + '\n')
