@@ -50,7 +50,8 @@ def main(argv:list[str]|None=None)->int:
     if not args or args[0] in ('-h', '--help', 'help'): print(USAGE); return 0
     cmd, rest = args[0], args[1:]
     try:
-        if cmd not in ('train', 'config', 'plan'): raise ConfigError(f"unknown command {cmd!r}; expected 'train', 'config' or 'plan' (see omni-gspo --help)")
+        if cmd not in ('train', 'config', 'plan'):
+            raise ConfigError(f"unknown command {cmd!r}; expected 'train', 'config' or 'plan' (see omni-gspo --help)")
         cfg = cli_config(rest)
         if cmd == 'config': print(format_config(cfg)); return 0
         from omni_gspo.trainer import check_config, train

@@ -168,8 +168,9 @@ def device_used_gib(device:torch.device)->float:
 # %% ../nbs/00a_platform.ipynb #7b6aadc8
 def device_memory_gb(hardware:str # `hardware.device`: 'cpu', 'gpu' or 'npu'
                     )->float|None:
-    "Total memory in GiB of the first device of `hardware` this process sees; None on the CPU or where no such device is present."
-    if _known(hardware) == 'gpu' and torch.cuda.is_available(): return torch.cuda.get_device_properties(0).total_memory / 2**30
+    "Total memory in GiB of the first device of `hardware` this process sees; None on the CPU or without such a device."
+    if _known(hardware) == 'gpu' and torch.cuda.is_available():
+        return torch.cuda.get_device_properties(0).total_memory / 2**30
     if hardware == 'npu' and (npu := npu_module()) is not None and npu.npu.is_available():
         return npu.npu.get_device_properties(0).total_memory / 2**30
     return None
