@@ -95,19 +95,22 @@ def measure(a)->dict:
     cfg, over = run_config(a)
     plan = plan_memory(cfg, check=check_config)
     print(report(plan), flush=True)
-    torch.cuda.reset_peak_memory_stats()
+    cuda = torch.cuda.is_available()   # a CPU run checks the script: no device figures
+    if cuda: torch.cuda.reset_peak_memory_stats()
     err, t = None, time.perf_counter()
-    with Sampler(device_used_gib, 0.005) as dev, Sampler(smi_used_gib if shutil.which('nvidia-smi') else (lambda: 0.0), 0.2) as smi:
+    smi_read = smi_used_gib if shutil.which('nvidia-smi') else (lambda: 0.0)
+    with Sampler(device_used_gib if cuda else (lambda: 0.0), 0.005) as dev, Sampler(smi_read, 0.2) as smi:
         try: res = train(cfg)
         except Exception as e: err, res = f'{type(e).__name__}: {e}'[:2000], None
     measured = {'device_peak_gib': round(dev.peak, 2), 'nvidia_smi_peak_gib': round(smi.peak, 2),
-                'torch_max_allocated_gib': round(torch.cuda.max_memory_allocated() / 2**30, 2),
-                'torch_max_reserved_gib': round(torch.cuda.max_memory_reserved() / 2**30, 2)}
+                'torch_max_allocated_gib': round(torch.cuda.max_memory_allocated() / 2**30, 2) if cuda else None,
+                'torch_max_reserved_gib': round(torch.cuda.max_memory_reserved() / 2**30, 2) if cuda else None}
     last = json.loads(res.metrics.read_text().splitlines()[-1]) if res and res.metrics.exists() else {}
     pred = plan.peak_gb
     return {'name': a.name, 'source': 'measure.py', 'when': time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()),
             'command': 'python bench/memory_planner/measure.py ' + ' '.join(sys.argv[1:]), 'recipe': a.recipe, 'config': over,
-            'layers': a.layers or None, 'device': torch.cuda.get_device_name(0), 'device_gib': round(plan.device_gb or 0, 2),
+            'layers': a.layers or None, 'device': torch.cuda.get_device_name(0) if cuda else 'cpu',
+            'device_gib': round(plan.device_gb or 0, 2),
             'ok': err is None, 'error': err, 'seconds': round(time.perf_counter() - t, 1), 'measured': measured,
             'predicted': {'device_peak_gib': round(pred, 2), 'torch_max_allocated_gib': round(plan.allocated_gb, 2)},
             'error_pct': round(100 * (pred - dev.peak) / dev.peak, 1) if dev.peak else None,
