@@ -10,9 +10,9 @@ While it runs, a thread samples the device's memory in use (`torch.cuda.mem_get_
 of the process, vLLM's sleep-mode pool included) every 5 ms and another `nvidia-smi`'s used memory (every process on
 the device, a vllm_omni stage too) every 0.2 s; after it, torch's `max_memory_allocated` / `max_memory_reserved`.
 
-`--layers N` (no model.path given): a checkpoint of the Qwen3-Omni-30B-A3B thinker at its real widths with N text
-layers, random bf16 weights (`../memory_plan/thinker.py`) and the real Qwen tokenizer, written to `--checkpoint`
-(default /tmp/planner_thinker_L{N}) once and reused; N=48 is the full thinker (59 GiB: the folder needs that much disk).
+`--layers N` (no model.path given): the Qwen3-Omni-30B-A3B thinker at its real widths with N text layers, random bf16
+weights, the Qwen tokenizer and processor files, written by `../front_door/checkpoint.py` to `--checkpoint` (default
+/dev/shm/thinker{N}) once and reused; N=48 is the full thinker (59 GiB: on the H200 machine only /dev/shm holds it).
 
 One JSON entry (predicted and measured, the config, the plan's parts, the last step's metrics) is printed and written to
 `--out` (default `$OUT/memory_planner_NAME.json` on the device machine, else appended to this folder's result.json).
@@ -42,21 +42,10 @@ def append_result(entries:list[dict], path:Path=RESULT):
     tmp = path.with_suffix('.tmp'); tmp.write_text(json.dumps(rows + entries, indent=1) + '\n'); os.replace(tmp, path)
 
 def real_width_checkpoint(layers:int, dest:Path)->Path:
-    "The thinker at its real widths with `layers` text layers, random bf16 weights, and the Qwen tokenizer, saved at `dest` (once)."
-    if (dest/'config.json').exists(): return dest
-    import torch
-    from thinker import materialise, thinker_config
-    from transformers import Qwen3OmniMoeThinkerForConditionalGeneration
-    from omni_gspo.tokenizer import qwen_tokenizer
-    torch.set_default_dtype(torch.bfloat16)
-    try:
-        with torch.device('meta'): model = Qwen3OmniMoeThinkerForConditionalGeneration(thinker_config(layers=layers))
-    finally: torch.set_default_dtype(torch.float32)
-    materialise(model, 'cuda' if torch.cuda.is_available() else 'cpu')
-    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f'.{dest.name}.'))
-    model.save_pretrained(tmp); qwen_tokenizer().save_pretrained(tmp)
-    del model; torch.cuda.empty_cache()
-    os.replace(tmp, dest)
+    "The real-width random thinker with `layers` text layers at `dest`, written once by `../front_door/checkpoint.py`."
+    if not (dest/'config.json').exists():
+        subprocess.run([sys.executable, str(ROOT/'bench'/'front_door'/'checkpoint.py'), '--layers', str(layers), '--out', str(dest)],
+                       check=True)
     return dest
 
 class Sampler:
@@ -83,7 +72,7 @@ def run_config(a):
     from omni_gspo.config import build_config, parse_overrides
     over = parse_overrides(a.overrides)
     if a.layers and 'model.path' not in over:
-        over['model.path'] = str(real_width_checkpoint(a.layers, Path(a.checkpoint or f'/tmp/planner_thinker_L{a.layers}')))
+        over['model.path'] = str(real_width_checkpoint(a.layers, Path(a.checkpoint or f'/dev/shm/thinker{a.layers}')))
     defaults = {'hardware.device': 'gpu', 'trainer.max_steps': 2, 'trainer.test_freq': 0, 'logging.progress_bar': False,
                 'trainer.output_dir': tempfile.mkdtemp(prefix='planner_run_')}
     return build_config(a.recipe, defaults | over), over
