@@ -169,6 +169,7 @@ class HardwareConfig(Section):
     num_threads: int = 0            # torch CPU threads; 0 keeps torch's default
     nnodes: int = 1                 # machines; with nnodes × gpus_per_node > 1 the trainer places one worker per device with Ray
     gpus_per_node: int = 1          # workers per machine, one device each (on CPU: worker processes); data parallel over all of them
+    device_memory_gb: float = 0.0   # GiB per device for the memory plan (08b_plan: omni-gspo plan, train's check); 0 = detect (CPU: none)
 
 @dataclass(eq=False, repr=False)
 class Config(Section):

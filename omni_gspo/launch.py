@@ -5,24 +5,26 @@
 # %% ../nbs/10_launch.ipynb #493b9537
 from __future__ import annotations
 import sys
-from .config import ConfigError, build_config, format_config, parse_overrides
+from .config import ConfigError, build_config, check_config, format_config, parse_overrides
 from .data import DataError
 from .platform import apply_env_defaults, check_hardware
 
 # %% auto #0
-__all__ = ['USAGE', 'cli_config', 'ready_platform', 'main', 'notebook_config', 'data_files']
+__all__ = ['USAGE', 'cli_config', 'ready_platform', 'plan_command', 'main', 'notebook_config', 'data_files']
 
 # %% ../nbs/10_launch.ipynb #dc57c121
-USAGE = """usage: omni-gspo {train,config} [recipe=NAME] [key=value ...]
-       omni-gspo [train|config] --help
+USAGE = """usage: omni-gspo {train,config,plan} [recipe=NAME] [key=value ...]
+       omni-gspo [train|config|plan] --help
 
   train    run GSPO training (defaults: tiny Qwen3-Omni thinker, generated gsm8k problems, CPU)
   config   check the config (every problem at once, exit status 2) and print it
+  plan     print the memory plan per device, whether it fits, and the smallest change that would (exit 3: it does not)
 
 examples:
   omni-gspo train
   omni-gspo train recipe=gsm8k actor.optim.lr=2e-6 trainer.max_steps=10 hardware.device=gpu
-  omni-gspo config data.train_file=train.parquet"""
+  omni-gspo config data.train_file=train.parquet
+  omni-gspo plan model.path=/ckpt/Qwen3-Omni-30B-A3B-Instruct hardware.device=gpu hardware.device_memory_gb=80"""
 
 def cli_config(args:list[str]):
     "Config from CLI arguments: `recipe=NAME` plus dotted `key=value` overrides."
@@ -35,15 +37,25 @@ def ready_platform(cfg):
     apply_env_defaults(cfg.hardware.device)
     return cfg
 
+def plan_command(cfg, check)->int:
+    "`omni-gspo plan`: the config checked as `train` checks it, then its memory plan printed; 3 if it does not fit."
+    from omni_gspo.plan import plan_memory, report
+    check(cfg)
+    p = plan_memory(cfg, check=check)
+    print(report(p))
+    return 3 if p.fits is False else 0
+
 def main(argv:list[str]|None=None)->int:
     "Entry point of the `omni-gspo` console script; returns the exit status."
     args = sys.argv[1:] if argv is None else list(argv)
     if not args or args[0] == 'help' or {'-h', '--help'} & set(args): print(USAGE); return 0
     cmd, rest = args[0], args[1:]
     try:
-        if cmd not in ('train', 'config'): raise ConfigError(f"unknown command {cmd!r}; expected 'train' or 'config' (see omni-gspo --help)")
+        if cmd not in ('train', 'config', 'plan'):
+            raise ConfigError(f"unknown command {cmd!r}; expected 'train', 'config' or 'plan' (see omni-gspo --help)")
         cfg = cli_config(rest)
         if cmd == 'config': print(format_config(cfg)); return 0
+        if cmd == 'plan': return plan_command(cfg, check_config)
         from omni_gspo.trainer import train
         train(ready_platform(cfg))
         return 0

@@ -18,7 +18,8 @@ __all__ = ['HARDWARE', 'DEVICE_TYPE', 'VISIBLE_DEVICES', 'DIST_BACKEND', 'RAY_RE
            'ENV_DEFAULTS', 'PlatformError', 'npu_module', 'check_hardware', 'DistEnv', 'dist_env', 'torch_device',
            'device_count', 'dist_backend', 'ensure_process_group', 'visible_devices_var', 'ray_bundle', 'world_size',
            'rank', 'all_reduce_values', 'reset_allocator_peak', 'private_pool_gib', 'allocator_peak_gib',
-           'device_used_gib', 'release_cached_memory', 'kept_rng', 'seeded_rng', 'fp32_gemm_sums', 'apply_env_defaults']
+           'device_used_gib', 'device_memory_gb', 'release_cached_memory', 'kept_rng', 'seeded_rng', 'fp32_gemm_sums',
+           'apply_env_defaults']
 
 # %% ../nbs/00a_platform.ipynb #4e1f3981
 HARDWARE = ('cpu', 'gpu', 'npu')
@@ -163,6 +164,16 @@ def device_used_gib(device:torch.device)->float:
     free, total = torch.cuda.mem_get_info(device) if device.type == 'cuda' else npu_module().npu.mem_get_info()
     return (total - free) / 2**30
 
+
+# %% ../nbs/00a_platform.ipynb #7b6aadc8
+def device_memory_gb(hardware:str # `hardware.device`: 'cpu', 'gpu' or 'npu'
+                    )->float|None:
+    "Total memory in GiB of the first device of `hardware` this process sees; None on the CPU or without such a device."
+    if _known(hardware) == 'gpu' and torch.cuda.is_available():
+        return torch.cuda.get_device_properties(0).total_memory / 2**30
+    if hardware == 'npu' and (npu := npu_module()) is not None and npu.npu.is_available():
+        return npu.npu.get_device_properties(0).total_memory / 2**30
+    return None
 
 # %% ../nbs/00a_platform.ipynb #8dd17aaa
 def release_cached_memory(device:torch.device):

@@ -12,6 +12,7 @@ from tqdm.auto import tqdm
 from .config import Config, ConfigError, atomic_write_text, check_config, config_dict, mark_read, save_config
 from .data import batch_indices, steps_per_epoch
 from .platform import dist_env
+from .plan import check_memory
 from .rewards import val_metrics
 from .actor import merge_metrics, micro_merge
 from .workers import list_checkpoints
@@ -115,6 +116,7 @@ def _step_metrics(parts:list[dict], step:int, spe:int)->tuple[dict, list[str], l
 def train(cfg:Config, log=print)->RunResult:
     "Run GSPO training as configured: a fresh run folder, or a resumed run (`trainer.resume`)."
     check_config(cfg); check_driver()
+    check_memory(cfg, log, check_config)   # 08b_plan: a config that cannot fit stops here, before anything loads
     tc, lc = cfg.trainer, cfg.logging
     out, resume_from = run_folder(tc.output_dir, tc.resume, time.strftime('%Y%m%d-%H%M%S'))
     out = out.absolute()

@@ -1,0 +1,79 @@
+"""The memory planner (`omni_gspo.plan`) against every committed measurement of a training configuration (CPU).
+
+    python bench/memory_planner/compare.py [--out bench/memory_planner/result.json]
+
+Each row is a run some earlier bench made on one H200 (143,771 MiB = 140.4 GiB), rebuilt here as the config that run
+used, planned by `plan_memory`, and written next to what that run measured, with the file and entry it comes from.
+The measured numbers are copied from those committed files, nothing else. Which of them calibrated one of the
+planner's constants is said per row (`calibrates`): those rows are in-sample, the others are predictions.
+
+Those benches built the model with `bench/memory_plan/thinker.py`'s `meta_policy` (not `load_model`), so their actor
+had neither the fp32 output layer nor the fp32 residual stream: the configs say `model.fp32_logits=false
+model.fp32_residual=false` to match. Rows measured by `measure.py` (the trainer's own path) are appended by it.
+"""
+from __future__ import annotations
+import argparse, json, sys, tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT/'bench'/'memory_plan')]
+H200_GIB = 143771 / 1024   # nvidia-smi's total of the bench machine, MiB -> GiB
+
+def bench_config(path:str, prompt:int, response:int, budget:int, offload=False, ckpt=True, engine='hf', util=0.55,
+                 rows=8)->dict:
+    "The overrides `bench/memory_plan/bench.py`'s `build_actor` and `rollout_worker` used (one prompt, `rows` samples)."
+    over = {'model.path': path, 'hardware.device': 'gpu', 'hardware.device_memory_gb': H200_GIB,
+            'model.dtype': 'bfloat16', 'model.lora_rank': 32, 'model.lora_alpha': 64, 'model.fp32_logits': False,
+            'model.fp32_residual': False, 'rollout.n': rows, 'data.train_batch_size': 1, 'actor.ppo_mini_batch_size': 1,
+            'actor.fsdp': True, 'actor.fsdp_cpu_offload': offload, 'actor.activation_checkpointing': ckpt,
+            'actor.ppo_max_token_len_per_gpu': budget, 'data.max_prompt_length': prompt,
+            'rollout.response_length': response}
+    if engine != 'hf': over |= {'rollout.engine': engine, 'rollout.vllm.gpu_memory_utilization': util}
+    return over
+
+MP, LOG = 'bench/memory_plan/result.json', 'bench/memory_plan/logs/h200_no_ckpt.log'
+DEV, ALLOC = 'device_peak_gib', 'torch_max_allocated_gib'
+STEP = dict(prompt=1536, response=512, budget=16384)     # the GSPO-step runs: 8 x (1,536 + 512) tokens
+ACTOR = dict(prompt=1024, response=1024)                 # the actor-only runs: 8 x (1,024 + 1,024) tokens
+ROWS = [   # (name, file and entry, measured kind, measured GiB, overrides, the constant it calibrates)
+    ('hf GSPO step, 16k micro-batch', f'{MP} entry 1 (session 12)', DEV, 82.9, STEP, 'ALLOCATOR_RESERVE'),
+    ('hf GSPO step, 16k micro-batch', f'{MP} entry 1 (session 12)', ALLOC, 77.58, STEP, ''),
+    ('vLLM GSPO step (share 0.55), 16k', f'{MP} entry 2 (session 11)', DEV, 138.41, STEP | dict(engine='vllm'), ''),
+    ('vLLM GSPO step (share 0.55), 16k', f'{MP} entry 3 (a53a007)', DEV, 138.41, STEP | dict(engine='vllm'), ''),
+    ('actor only, 16k micro-batch', f'{MP} entry 7', ALLOC, 77.6, ACTOR | dict(budget=16384), 'LOGITS_BYTES'),
+    ('actor only, 8k micro-batches', f'{MP} entry 8', ALLOC, 76.19, ACTOR | dict(budget=8192), ''),
+    ('actor only, 4k micro-batches', f'{MP} entry 11', ALLOC, 69.56, ACTOR | dict(budget=4096), ''),
+    ('actor only, CPU offload, 8k', f'{MP} entry 12', ALLOC, 16.69, ACTOR | dict(budget=8192, offload=True), ''),
+    ('actor only, no checkpointing, 8k', f'{LOG} line 4', ALLOC, 118.62, ACTOR | dict(budget=8192, ckpt=False), ''),
+    ('actor only, no checkpointing, 4k', f'{LOG} line 3', ALLOC, 90.79, ACTOR | dict(budget=4096, ckpt=False), ''),
+]
+
+def row(name, src, kind, measured, over, cal, p)->dict:
+    "One result entry: what was measured where, what the plan predicts, and the plan's parts."
+    pred = p.peak_gb if kind == DEV else p.allocated_gb
+    return {'name': name, 'source': src, 'measured': {kind: measured}, 'predicted': {kind: round(pred, 2)},
+            'error_pct': round(100 * (pred - measured) / measured, 1), 'calibrates': cal,
+            'config': {k: v for k, v in over.items() if k != 'model.path'} | {'model': 'Qwen3-Omni-30B-A3B thinker, 48L'},
+            'parts_update_gib': {k: round(v, 2) for k, v in p.update.items()},
+            'parts_generate_gib': {k: round(v, 2) for k, v in p.generate.items()}}
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--out', default=str(Path(__file__).with_name('result.json')))
+    a = ap.parse_args()
+    from thinker import thinker_config
+    from omni_gspo.config import build_config
+    from omni_gspo.plan import plan_memory
+    folder = Path(tempfile.mkdtemp()); thinker_config().save_pretrained(folder)   # config.json only: no weights needed
+    out = Path(a.out)
+    kept = [r for r in (json.loads(out.read_text()) if out.exists() else []) if r.get('source') == 'measure.py']
+    rows = []
+    for name, src, kind, measured, kw, cal in ROWS:
+        over = bench_config(str(folder), **kw)
+        rows.append(row(name, src, kind, measured, over, cal, plan_memory(build_config('gsm8k', over), suggest=False)))
+        r = rows[-1]
+        print(f"{name:36} {kind:24} measured {measured:7.2f}  predicted {r['predicted'][kind]:7.2f}  "
+              f"{r['error_pct']:+5.1f} %" + (f'  (calibrates {cal})' if cal else ''))
+    out.write_text(json.dumps(rows + kept, indent=1) + '\n')
+
+if __name__ == '__main__': main()

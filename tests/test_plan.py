@@ -1,0 +1,41 @@
+"""The memory planner through the console script: `omni-gspo plan` prints the plan, and `omni-gspo train` refuses a
+config that cannot fit before it loads anything (08b_plan, 10_launch)."""
+import os, subprocess, sys, time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = str(Path(sys.executable).with_name('omni-gspo'))
+sys.path.insert(0, str(ROOT/'bench'/'memory_plan'))
+
+
+def run_cli(*args, cwd):
+    return subprocess.run([CLI, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+def real_thinker(tmp_path)->Path:
+    "A folder holding only the config.json of the real-size Qwen3-Omni-30B-A3B thinker (the planner needs no weights)."
+    from thinker import thinker_config
+    d = tmp_path/'thinker'; thinker_config().save_pretrained(d)
+    return d
+
+
+def test_cli_plan_prints_a_figure(tmp_path):
+    r = run_cli('plan', f'model.path={real_thinker(tmp_path)}', 'hardware.device=gpu',
+                'hardware.device_memory_gb=140.4', 'model.dtype=bfloat16', 'model.lora_rank=32', 'model.lora_alpha=64',
+                'actor.fsdp=true', 'actor.activation_checkpointing=true', 'rollout.engine=vllm',
+                'rollout.vllm.gpu_memory_utilization=0.55',
+                'data.max_prompt_length=1536', 'rollout.response_length=512', cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert 'vLLM weights' in r.stdout and 'fits,' in r.stdout, r.stdout
+    weights = next(l for l in r.stdout.splitlines() if l.strip().startswith('actor weights'))
+    assert 50 < float(weights.split()[-1]) < 60, weights       # the thinker's 59 GiB of bf16, less the towers
+
+
+def test_cli_train_refuses_what_cannot_fit(tmp_path):
+    t = time.perf_counter()
+    r = run_cli('train', f'model.path={real_thinker(tmp_path)}', 'hardware.device_memory_gb=1',
+                'model.dtype=bfloat16', 'trainer.output_dir=run', cwd=tmp_path)
+    assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-2000:]
+    assert 'the memory plan does not fit' in r.stderr and 'no single change' in r.stderr, r.stderr
+    assert not (tmp_path/'run').exists()                         # refused before the run folder, workers or weights
+    assert time.perf_counter() - t < 300
