@@ -148,7 +148,7 @@ class TrainerConfig(Section):
     keep_checkpoints: int = 2       # newest checkpoints kept in output_dir/checkpoints
     output_dir: str = 'runs/gsm8k/{time}' # the run folder; '{time}' as its last part becomes the start time: a fresh folder per run
     resume: str = 'off'             # off: a fresh run; auto: continue from the newest checkpoint of output_dir (with '{time}': of the newest run beside it); or a run/checkpoint folder
-    resume_changes: str = choice('refuse', 'allow')  # a resume runs the run's saved config with only the keys given changed; refuse: changes outside RESUME_SAFE_KEYS (09_trainer) are an error; allow: apply them (printed, kept in config_history.jsonl)
+    resume_changes: str = choice('refuse', 'allow')  # resume: changes outside RESUME_SAFE_KEYS (09_trainer) refused, or applied
     seed: int = 0
 
 @dataclass(eq=False, repr=False)
@@ -158,7 +158,7 @@ class LoggingConfig(Section):
     plot: bool = True               # live dashboard in notebooks; metrics.html (plotly) next to metrics.jsonl
     print_samples: int = 1          # decoded responses printed per step
     rollout_groups: int = 2         # prompt groups per step kept under rollouts/ (every sample, per-token log-probs); 0 = none
-    loggers: list[str] = field(default_factory=lambda: ['console'])  # any of console, tensorboard, wandb (online when wandb finds a key: WANDB_API_KEY or `wandb login`, else offline; 08a_loggers); metrics.jsonl is always written
+    loggers: list[str] = field(default_factory=lambda: ['console'])  # any of console, tensorboard, wandb (online when wandb finds a key, 08a_loggers); metrics.jsonl is always written
     wandb_project: str = 'omni_gspo' # W&B project of the run
     wandb_entity: str = ''          # W&B team or user the run goes to; '' = the key's default entity
     wandb_run_name: str = ''        # W&B run name; '' = the run folder's name
@@ -314,7 +314,7 @@ def apply_dependent_defaults(cfg:Config, explicit:set[str]):
         for k, v in defaults.items():
             if k not in explicit: set_key(cfg, k, v)
 
-def build_config(recipe:str|None=None, # recipe name (see `RECIPES`); None: 'gsm8k', whose keys then count as defaults, not as given
+def build_config(recipe:str|None=None, # recipe name (`RECIPES`); None: 'gsm8k', its keys counted as defaults
                  overrides:list|dict=(), # `['key=value', ...]` or `{'key': value}`
                  **extra # dotted keys passed as `**{'trainer.max_steps': 2}`, applied last
                 )->Config:
@@ -330,7 +330,7 @@ def build_config(recipe:str|None=None, # recipe name (see `RECIPES`); None: 'gsm
     return cfg
 
 def given_keys(cfg:Config)->frozenset[str]|None:
-    "The keys `cfg` was built with by `build_config` (a named recipe's, the overrides, the extra args); None for a config made otherwise."
+    "The keys `build_config` was given: a named recipe's, the overrides, the extra args; None for a config made otherwise."
     return object.__getattribute__(cfg, '__dict__').get('_given')
 
 # %% ../nbs/00_config.ipynb #5bc1dcc6

@@ -53,12 +53,13 @@ class TensorBoardLogger:
 
 # %% ../nbs/08a_loggers.ipynb #56e9671e
 WANDB_DEFAULT_URL = 'https://api.forge.coreweave.com'   # wandb 0.31's default server (wandb/sdk/lib/urls.py)
-WANDB_UPSTREAM = {'api.forge.coreweave.com': 'api.wandb.ai', 'api.qa.forge.coreweave.com': 'api.qa.wandb.ai'}  # Forge host: W&B host behind it
+WANDB_UPSTREAM = {'api.forge.coreweave.com': 'api.wandb.ai',   # a Forge host: the W&B host behind it
+                  'api.qa.forge.coreweave.com': 'api.qa.wandb.ai'}
 
 def _home(env)->Path: return Path(env['HOME']) if env.get('HOME') else Path.home()
 
 def wandb_base_url(env=None)->str:
-    "The W&B server wandb talks to: `WANDB_BASE_URL`, else `base_url` of wandb's global settings file, else its default."
+    "The W&B server wandb talks to: `WANDB_BASE_URL`, else `base_url` of wandb's settings file, else its default."
     env = os.environ if env is None else env
     if env.get('WANDB_BASE_URL'): return env['WANDB_BASE_URL'].rstrip('/')
     cdir = Path(env['WANDB_CONFIG_DIR']).expanduser() if env.get('WANDB_CONFIG_DIR') else _home(env)/'.config'/'wandb'
@@ -83,7 +84,8 @@ def wandb_login(env=None)->tuple[bool, str]:
     hosts = [host, *([WANDB_UPSTREAM[host]] if host in WANDB_UPSTREAM else [])]
     try: entries = netrc.netrc(path)
     except FileNotFoundError: return False, f'no WANDB_API_KEY and no netrc file {path}'
-    except (netrc.NetrcParseError, OSError) as e: return False, f'no WANDB_API_KEY, and the netrc file {path} cannot be read: {e}'
+    except (netrc.NetrcParseError, OSError) as e:
+        return False, f'no WANDB_API_KEY, and the netrc file {path} cannot be read: {e}'
     for h in hosts:
         if (auth := entries.authenticators(h)) and auth[2]: return True, f'the key for {h} in {path} (wandb login)'
     return False, f"no WANDB_API_KEY, and {path} holds no key for {' or '.join(hosts)}"
@@ -93,13 +95,14 @@ def wandb_mode(env=None)->tuple[str, str]:
     env = os.environ if env is None else env
     logged_in, why = wandb_login(env)
     if not logged_in: return 'offline', why
-    return env.get('WANDB_MODE') or 'online', why + (f", WANDB_MODE={env['WANDB_MODE']}" if env.get('WANDB_MODE') else '')
+    mode = env.get('WANDB_MODE')
+    return mode or 'online', why + (f", WANDB_MODE={mode}" if mode else '')
 
 # %% ../nbs/08a_loggers.ipynb #b9c2f708
 def wandb_init_kwargs(run_dir:Path, config:dict, mode:str, # the run folder, the resolved config, `wandb_mode`'s mode
                       project:str='omni_gspo', entity:str='', name:str='', tags:list[str]=(), # `wandb_options`
                      )->dict:
-    "What `WandbLogger` passes to `wandb.init`; an empty entity is the key's default one, an empty name the run folder's."
+    "What `WandbLogger` passes to `wandb.init`; empty: the key's default entity, the run folder's name."
     run_dir = Path(run_dir)
     return dict(project=project, entity=entity or None, name=name or run_dir.name, tags=list(tags) or None,
                 dir=str(run_dir), config=config, mode=mode)
@@ -107,21 +110,24 @@ def wandb_init_kwargs(run_dir:Path, config:dict, mode:str, # the run folder, the
 WANDB_KEYS = {'project': 'wandb_project', 'entity': 'wandb_entity', 'name': 'wandb_run_name', 'tags': 'wandb_tags'}
 
 def wandb_options(lc:LoggingConfig)->dict:
-    "`wandb_init_kwargs`' project, entity, name and tags from `logging.wandb_*` (`WANDB_KEYS`); one set without wandb is an error."
+    "`wandb_init_kwargs`' project, entity, name and tags from `logging.wandb_*`; one set without wandb is an error."
     opts, default = {arg: getattr(lc, key) for arg, key in WANDB_KEYS.items()}, LoggingConfig()
-    inert = [f'logging.{k}' for a, k in WANDB_KEYS.items() if 'wandb' not in lc.loggers and opts[a] != getattr(default, k)]
-    if inert: raise ConfigError(f"{inert[0]} is set, but logging.loggers ({','.join(lc.loggers)}) has no wandb; add wandb or drop the key")
+    inert = [f'logging.{k}' for a, k in WANDB_KEYS.items() if opts[a] != getattr(default, k)]
+    if inert and 'wandb' not in lc.loggers:
+        raise ConfigError(f"{inert[0]} is set, but logging.loggers ({','.join(lc.loggers)}) has no wandb; "
+                          "add wandb or drop the key")
     return opts
 
 class WandbLogger:
-    "Log to Weights & Biases: online when wandb finds credentials, else offline (files under `run_dir/wandb`); one line says which."
+    "Log to Weights & Biases: online when wandb finds credentials, else offline (in `run_dir/wandb`); a line says which."
     def __init__(self, run_dir:Path, config:dict, write=print, # how the line about the mode is printed
                  **opts): # project, entity, name, tags (`wandb_init_kwargs`)
         import wandb
         self.mode, why = wandb_mode()
         self.kwargs = wandb_init_kwargs(run_dir, config, self.mode, **opts)
         where = f"project {self.kwargs['project']!r}, run {self.kwargs['name']!r}"
-        later = f"; written under {run_dir}/wandb, `wandb sync {run_dir}/wandb/offline-run-*` uploads it" if self.mode == 'offline' else ''
+        offline = f"; written under {run_dir}/wandb, `wandb sync {run_dir}/wandb/offline-run-*` uploads it"
+        later = offline if self.mode == 'offline' else ''
         write(f"wandb: {self.mode} ({why}); {where}{later}")
         self.run = wandb.init(**self.kwargs, settings=wandb.Settings(console='off', quiet=True))
     def log(self, metrics:dict, step:int): self.run.log(dict(metrics), step=step)

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 import torch
 from tqdm.auto import tqdm
-from .config import (Config, ConfigError, DEPENDENT_DEFAULTS, VLLMConfig, atomic_write_text, config_dict, get_key, given_keys,
-                              leaf_keys, load_config, mark_read, read_keys, save_config, set_key)
+from .config import (Config, ConfigError, DEPENDENT_DEFAULTS, VLLMConfig, atomic_write_text, config_dict,
+                              get_key, given_keys, leaf_keys, load_config, mark_read, read_keys, save_config, set_key)
 from .data import batch_indices, steps_per_epoch
 from .platform import dist_env
 from .rewards import val_metrics
@@ -86,7 +86,7 @@ def check_config(cfg:Config):
               (cfg.model.fp32_residual or cfg.model.dtype != 'float32',
                "model.fp32_residual=false does nothing with model.dtype='float32': its residual stream is fp32 already; drop the key"),
               (cfg.trainer.resume_changes == 'refuse' or cfg.trainer.resume != 'off',
-               "trainer.resume_changes='allow' does nothing with trainer.resume='off' (a fresh run has nothing to change); drop the key")]
+               "trainer.resume_changes='allow' does nothing with trainer.resume='off': a fresh run changes nothing; drop the key")]
     for ok, msg in checks + world_checks(cfg):
         if not ok: raise ConfigError(msg)
     wandb_options(cfg.logging)   # a logging.wandb_* key set without the wandb logger
@@ -140,7 +140,7 @@ def merge_rank_metrics(ms:list[dict], weights:list[float])->dict:
     return merge_metrics(ms, weights, rank_merge)
 
 # %% ../nbs/09_trainer.ipynb #25315b45
-RESUME_COMMAND_KEYS = ('trainer.resume', 'trainer.resume_changes')   # how to resume: always the command's, never a change
+RESUME_COMMAND_KEYS = ('trainer.resume', 'trainer.resume_changes')   # how to resume: the command's, never a change
 RESUME_SAFE_KEYS = frozenset({                                       # keys a resume may change (see above for why)
     'trainer.max_steps', 'trainer.total_epochs', 'trainer.max_minutes', 'trainer.test_freq', 'trainer.save_freq',
     'trainer.keep_checkpoints', 'trainer.output_dir', *(k for k in leaf_keys() if k.startswith('logging.')),
@@ -164,7 +164,7 @@ def format_changes(changes:dict)->list[str]:
 def resumed_config(cmd:Config, # the resume command's config
                    run_dir:Path, # the run folder, holding config.json
                   )->tuple[Config, dict]:
-    "The run's saved config with `cmd`'s changes applied, and the changes; those outside `RESUME_SAFE_KEYS` need `trainer.resume_changes=allow`."
+    "The run's saved config with `cmd`'s changes, and those; changes outside `RESUME_SAFE_KEYS` need it allowed."
     path = Path(run_dir)/'config.json'
     if not path.exists(): raise ConfigError(f"cannot resume {run_dir}: no config.json there (the run's saved config)")
     try: saved = load_config(path)
@@ -172,8 +172,9 @@ def resumed_config(cmd:Config, # the resume command's config
     changes = resume_changes(saved, cmd)
     unsafe = {k: c for k, c in changes.items() if k not in RESUME_SAFE_KEYS}
     if unsafe and cmd.trainer.resume_changes != 'allow':
-        raise ConfigError(f"resuming {run_dir} would change what the run means (key: saved -> given): {'; '.join(format_changes(unsafe))}. "
-                          "Drop these keys to continue the run as saved, or set trainer.resume_changes=allow to apply them from here on")
+        raise ConfigError(f"resuming {run_dir} would change what the run means (key: saved -> given): "
+                          f"{'; '.join(format_changes(unsafe))}. Drop these keys to continue the run as saved, "
+                          "or set trainer.resume_changes=allow to apply them from here on")
     for k in [*changes, *RESUME_COMMAND_KEYS]: set_key(saved, k, get_key(cmd, k))
     return saved, changes
 
@@ -181,7 +182,7 @@ def resumed_config(cmd:Config, # the resume command's config
 def record_config(run_dir:Path, cfg:Config, start:int, # the first step `cfg` runs
                   changes:dict, # what a resume changed (`resume_changes`)
                   fresh:bool): # a new run: its history starts here
-    "Save `cfg` as config.json and add its line to config_history.jsonl: the step it starts at, its changes, the whole config."
+    "Save `cfg` as config.json and add its line to config_history.jsonl: the step it starts at, its changes, all of it."
     path = Path(run_dir)/'config_history.jsonl'
     line = json.dumps({'step': start, 'time': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
                        'changes': {k: list(c) for k, c in changes.items()}, 'config': config_dict(cfg)})
@@ -193,7 +194,7 @@ def config_at_step(run_dir:Path, step:int)->Config:
     path = Path(run_dir)/'config_history.jsonl'
     lines = [json.loads(l) for l in path.read_text().splitlines() if l.strip()] if path.exists() else []
     if not (starts := [l for l in lines if l['step'] <= step]):   # the last line starting at or before `step`
-        raise ConfigError(f"{path}: no config recorded for step {step}" + ('' if lines else ' (the file is missing or empty)'))
+        raise ConfigError(f"{path}: no config recorded for step {step}" + ('' if lines else ' (missing or empty)'))
     return load_config(starts[-1]['config'])
 
 # %% ../nbs/09_trainer.ipynb #a9e224ac
@@ -259,7 +260,7 @@ def train(cfg:Config, log=print)->RunResult:
         trim_metrics(metrics_path, start - 1) if resume_from else metrics_path.unlink(missing_ok=True)
         drop_rollout_records(out, start - 1)   # steps the checkpoint does not reach are redone
         log(f"run folder: {out}" + (f"; resumed from {resume_from} at step {start}" if resume_from else ''))
-        loggers = make_loggers(lc.loggers, out, config_dict(cfg), live=lc.plot, write=tqdm.write, wandb=wandb_options(lc))
+        loggers = make_loggers(lc.loggers, out, config_dict(cfg), lc.plot, tqdm.write, wandb_options(lc))
         bar = tqdm(range(start, total + 1), disable=not lc.progress_bar, desc='gspo', initial=start - 1, total=total)
         t_start, last = time.perf_counter(), max(start - 1, total)
         for step in bar:
