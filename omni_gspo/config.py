@@ -15,10 +15,10 @@ __all__ = ['RECIPES', 'DEPENDENT_DEFAULTS', 'TINY_KINDS', 'TINY_MAX_POSITIONS', 
            'VLLMConfig', 'RolloutConfig', 'AlgorithmConfig', 'RewardConfig', 'TrainerConfig', 'LoggingConfig',
            'HardwareConfig', 'Config', 'config_dict', 'leaf_keys', 'parse_value', 'parse_overrides', 'close_keys',
            'check_key', 'recipe_overrides', 'set_key', 'get_key', 'apply_dependent_defaults', 'build_config',
-           'flat_config', 'checkpoint_problem', 'checkpoint_max_positions', 'custom_function_problem', 'range_errors',
-           'combination_errors', 'changed_keys', 'inert_keys', 'config_errors', 'check_config', 'format_config',
-           'atomic_path', 'atomic_dir', 'atomic_write_text', 'save_config', 'load_config', 'unread_keys', 'read_keys',
-           'mark_read']
+           'given_keys', 'flat_config', 'checkpoint_problem', 'checkpoint_max_positions', 'custom_function_problem',
+           'range_errors', 'combination_errors', 'changed_keys', 'inert_keys', 'config_errors', 'check_config',
+           'format_config', 'atomic_path', 'atomic_dir', 'atomic_write_text', 'save_config', 'load_config',
+           'unread_keys', 'read_keys', 'mark_read']
 
 # %% ../nbs/00_config.ipynb #51e4d31e
 class ConfigError(ValueError):
@@ -151,6 +151,7 @@ class TrainerConfig(Section):
     keep_checkpoints: int = 2       # newest checkpoints kept in output_dir/checkpoints
     output_dir: str = 'runs/gsm8k/{time}' # the run folder; '{time}' as its last part becomes the start time: a fresh folder per run
     resume: str = 'off'             # off: a fresh run; auto: continue from the newest checkpoint of output_dir (with '{time}': of the newest run beside it); or a run/checkpoint folder
+    resume_changes: str = choice('refuse', 'allow')  # resume: changes outside RESUME_SAFE_KEYS (09_trainer) refused, or applied
     seed: int = 0
 
 @dataclass(eq=False, repr=False)
@@ -160,7 +161,11 @@ class LoggingConfig(Section):
     plot: bool = True               # live dashboard in notebooks; metrics.html (plotly) next to metrics.jsonl
     print_samples: int = 1          # decoded responses printed per step
     rollout_groups: int = 2         # prompt groups per step kept under rollouts/ (every sample, per-token log-probs); 0 = none
-    loggers: list[str] = field(default_factory=lambda: ['console'])  # any of console, tensorboard, wandb (offline without WANDB_API_KEY); metrics.jsonl is always written
+    loggers: list[str] = field(default_factory=lambda: ['console'])  # any of console, tensorboard, wandb (online when wandb finds a key, 08a_loggers); metrics.jsonl is always written
+    wandb_project: str = 'omni_gspo' # W&B project of the run
+    wandb_entity: str = ''          # W&B team or user the run goes to; '' = the key's default entity
+    wandb_run_name: str = ''        # W&B run name; '' = the run folder's name
+    wandb_tags: list[str] = field(default_factory=list)  # W&B tags of the run
 
 @dataclass(eq=False, repr=False)
 class HardwareConfig(Section):
@@ -313,20 +318,25 @@ def apply_dependent_defaults(cfg:Config, explicit:set[str]):
         for k, v in defaults.items():
             if k not in explicit: set_key(cfg, k, v)
 
-def build_config(recipe:str='gsm8k', # recipe name (see `RECIPES`)
+def build_config(recipe:str|None=None, # recipe name (`RECIPES`); None: 'gsm8k', its keys counted as defaults
                  overrides:list|dict=(), # `['key=value', ...]` or `{'key': value}`
                  **extra # dotted keys passed as `**{'trainer.max_steps': 2}`, applied last
                 )->Config:
-    "Defaults → recipe → overrides → extra args, each checked and parsed; then the whole config (`check_config`)."
+    "Defaults → recipe → overrides → extra args, each parsed, the keys given kept (`given_keys`); then `check_config`."
     cfg = Config()
     if isinstance(overrides, str): raise ConfigError(f"overrides must be a list of key=value strings or a dict, got the string {overrides!r}")
     ov = overrides if isinstance(overrides, dict) else parse_overrides(list(overrides))
-    layers = (recipe_overrides(recipe), ov, extra)
+    layers = (recipe_overrides(recipe or 'gsm8k'), ov, extra)
     for layer in layers:
         for k, v in layer.items(): set_key(cfg, k, v)
     apply_dependent_defaults(cfg, {k for layer in layers for k in layer})
+    object.__setattr__(cfg, '_given', frozenset(k for layer in layers[0 if recipe else 1:] for k in layer))
     check_config(cfg, set(ov) | set(extra))   # every problem at once (below)
     return cfg
+
+def given_keys(cfg:Config)->frozenset[str]|None:
+    "The keys `build_config` was given: a named recipe's, the overrides, the extra args; None for a config made otherwise."
+    return object.__getattribute__(cfg, '__dict__').get('_given')
 
 # %% ../nbs/00_config.ipynb #2a8c7763
 TINY_KINDS = {'': 'small', 'tiny': 'small', 'tiny-qwen': 'qwen', 'tiny-omni': 'omni'}   # model.path names of the tiny thinkers
@@ -464,6 +474,10 @@ INERT_WHEN = [   # (keys, the key that decides, when its value leaves them doing
      'the dual clip belongs to the token-level PPO loss; set algorithm.policy_loss=vanilla, or drop the key'),
     (('actor.optim.min_lr_ratio',), 'actor.optim.lr_scheduler', lambda s: s == 'constant',
      'only the cosine decay ends at it; set actor.optim.lr_scheduler=cosine, or drop the key'),
+    (('logging.wandb_project', 'logging.wandb_entity', 'logging.wandb_run_name', 'logging.wandb_tags'), 'logging.loggers',
+     lambda names: 'wandb' not in names, 'only the wandb logger reads them; add wandb to logging.loggers, or drop the key'),
+    (('trainer.resume_changes',), 'trainer.resume', lambda r: r == 'off',
+     'a fresh run has no saved config to change; drop the key'),
     (('algorithm.kl_type',), 'algorithm.kl_coef', lambda c: c == 0,
      'no KL term is computed; set algorithm.kl_coef > 0, or drop the key'),
     (('algorithm.opd_coef',), 'algorithm.opd_teacher', lambda t: t == '',
@@ -542,14 +556,14 @@ def save_config(cfg:Config, path:str|Path):
     "Save the resolved config as JSON."
     atomic_write_text(path, json.dumps(config_dict(cfg), indent=2))
 
-def load_config(path:str|Path)->Config:
-    "Rebuild a `Config` from `save_config`'s JSON (every key checked again)."
+def load_config(path:str|Path|dict)->Config:
+    "Rebuild a `Config` from `save_config`'s JSON, or from the nested dict of `config_dict` (every key checked again)."
     def flat(d, p=''):
         for k, v in d.items():
             if isinstance(v, dict): yield from flat(v, f'{p}{k}.')
             else: yield p + k, v
     cfg = Config()
-    for k, v in flat(json.loads(Path(path).read_text())): set_key(cfg, k, v)
+    for k, v in flat(path if isinstance(path, dict) else json.loads(Path(path).read_text())): set_key(cfg, k, v)
     return cfg
 
 # %% ../nbs/00_config.ipynb #4321b71e

@@ -29,7 +29,7 @@ examples:
 def cli_config(args:list[str]):
     "Config from CLI arguments: `recipe=NAME` plus dotted `key=value` overrides."
     ov = parse_overrides(args)
-    return build_config(ov.pop('recipe', 'gsm8k'), ov)
+    return build_config(ov.pop('recipe', None), ov)
 
 def ready_platform(cfg):
     "Stop with one line if this machine lacks `hardware.device`; else set its environment defaults. Returns `cfg`."

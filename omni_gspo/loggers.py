@@ -4,15 +4,18 @@
 
 # %% ../nbs/08a_loggers.ipynb #c8b9a731
 from __future__ import annotations
-import importlib.util, json, math, os, time
+import configparser, importlib.util, json, math, netrc, os, time
 from pathlib import Path
-from .config import ConfigError, LOGGERS
+from urllib.parse import urlsplit
+from .config import ConfigError, LOGGERS, LoggingConfig
 from .platform import dist_env
 from .viz import CURVES, metrics_figure, read_metrics, write_metrics_html
 
 # %% auto #0
-__all__ = ['CONSOLE_KEYS', 'PACKAGES', 'JsonlLogger', 'ConsoleLogger', 'TensorBoardLogger', 'wandb_mode', 'WandbLogger',
-           'wandb_history', 'dashboard_keys', 'in_notebook', 'DashboardLogger', 'Loggers', 'make_loggers']
+__all__ = ['CONSOLE_KEYS', 'WANDB_DEFAULT_URL', 'WANDB_UPSTREAM', 'WANDB_KEYS', 'PACKAGES', 'JsonlLogger', 'ConsoleLogger',
+           'TensorBoardLogger', 'wandb_base_url', 'netrc_path', 'wandb_login', 'wandb_mode', 'wandb_init_kwargs',
+           'wandb_options', 'WandbLogger', 'wandb_history', 'dashboard_keys', 'in_notebook', 'DashboardLogger',
+           'Loggers', 'make_loggers']
 
 # %% ../nbs/08a_loggers.ipynb #af1b4c39
 class JsonlLogger:
@@ -49,19 +52,79 @@ class TensorBoardLogger:
     def close(self): self.writer.close()
 
 # %% ../nbs/08a_loggers.ipynb #56e9671e
-def wandb_mode(env=None)->str:
-    "'offline' without `WANDB_API_KEY`; else `WANDB_MODE` or 'online'."
+WANDB_DEFAULT_URL = 'https://api.forge.coreweave.com'   # wandb 0.31's default server (wandb/sdk/lib/urls.py)
+WANDB_UPSTREAM = {'api.forge.coreweave.com': 'api.wandb.ai',   # a Forge host: the W&B host behind it
+                  'api.qa.forge.coreweave.com': 'api.qa.wandb.ai'}
+
+def _home(env)->Path: return Path(env['HOME']) if env.get('HOME') else Path.home()
+
+def wandb_base_url(env=None)->str:
+    "The W&B server wandb talks to: `WANDB_BASE_URL`, else `base_url` of wandb's settings file, else its default."
     env = os.environ if env is None else env
-    return (env.get('WANDB_MODE') or 'online') if env.get('WANDB_API_KEY') else 'offline'
+    if env.get('WANDB_BASE_URL'): return env['WANDB_BASE_URL'].rstrip('/')
+    cdir = Path(env['WANDB_CONFIG_DIR']).expanduser() if env.get('WANDB_CONFIG_DIR') else _home(env)/'.config'/'wandb'
+    settings = configparser.ConfigParser()
+    try: settings.read(cdir/'settings')
+    except (OSError, configparser.Error): pass    # wandb warns and goes on without the file
+    return settings.get('default', 'base_url', fallback=WANDB_DEFAULT_URL).rstrip('/')
+
+def netrc_path(env=None)->Path:
+    "The netrc file wandb reads: `NETRC`, else `~/.netrc` or `~/_netrc`, whichever exists (`~/.netrc` if neither)."
+    env = os.environ if env is None else env
+    if env.get('NETRC'): return Path(env['NETRC']).expanduser()
+    home = _home(env)
+    return next((p for p in (home/'.netrc', home/'_netrc') if p.exists()), home/'.netrc')
+
+def wandb_login(env=None)->tuple[bool, str]:
+    "Whether wandb would find credentials (the rule above), and where it found them or looked."
+    env = os.environ if env is None else env
+    for var in ('WANDB_API_KEY', 'WANDB_IDENTITY_TOKEN_FILE'):
+        if env.get(var): return True, f'{var} is set'
+    path, host = netrc_path(env), urlsplit(wandb_base_url(env)).netloc
+    hosts = [host, *([WANDB_UPSTREAM[host]] if host in WANDB_UPSTREAM else [])]
+    try: entries = netrc.netrc(path)
+    except FileNotFoundError: return False, f'no WANDB_API_KEY and no netrc file {path}'
+    except (netrc.NetrcParseError, OSError) as e:
+        return False, f'no WANDB_API_KEY, and the netrc file {path} cannot be read: {e}'
+    for h in hosts:
+        if (auth := entries.authenticators(h)) and auth[2]: return True, f'the key for {h} in {path} (wandb login)'
+    return False, f"no WANDB_API_KEY, and {path} holds no key for {' or '.join(hosts)}"
+
+def wandb_mode(env=None)->tuple[str, str]:
+    "'offline' when wandb would find no credentials (never a prompt), else `WANDB_MODE` or 'online'; and why."
+    env = os.environ if env is None else env
+    logged_in, why = wandb_login(env)
+    if not logged_in: return 'offline', why
+    mode = env.get('WANDB_MODE')
+    return mode or 'online', why + (f", WANDB_MODE={mode}" if mode else '')
+
+# %% ../nbs/08a_loggers.ipynb #b9c2f708
+def wandb_init_kwargs(run_dir:Path, config:dict, mode:str, # the run folder, the resolved config, `wandb_mode`'s mode
+                      project:str='omni_gspo', entity:str='', name:str='', tags:list[str]=(), # `wandb_options`
+                     )->dict:
+    "What `WandbLogger` passes to `wandb.init`; empty: the key's default entity, the run folder's name."
+    run_dir = Path(run_dir)
+    return dict(project=project, entity=entity or None, name=name or run_dir.name, tags=list(tags) or None,
+                dir=str(run_dir), config=config, mode=mode)
+
+WANDB_KEYS = {'project': 'wandb_project', 'entity': 'wandb_entity', 'name': 'wandb_run_name', 'tags': 'wandb_tags'}
+
+def wandb_options(lc:LoggingConfig)->dict:
+    "`wandb_init_kwargs`' project, entity, name and tags from `logging.wandb_*` (set without wandb: refused by `00_config`)."
+    return {arg: getattr(lc, key) for arg, key in WANDB_KEYS.items()}
 
 class WandbLogger:
-    "Log to Weights & Biases; offline (files under `run_dir/wandb`) when no API key is set."
-    def __init__(self, run_dir:Path, config:dict, project:str='omni_gspo'):
+    "Log to Weights & Biases: online when wandb finds credentials, else offline (in `run_dir/wandb`); a line says which."
+    def __init__(self, run_dir:Path, config:dict, write=print, # how the line about the mode is printed
+                 **opts): # project, entity, name, tags (`wandb_init_kwargs`)
         import wandb
-        run_dir = Path(run_dir)
-        self.mode = wandb_mode()
-        self.run = wandb.init(project=project, name=run_dir.name, dir=str(run_dir), config=config, mode=self.mode,
-                              settings=wandb.Settings(console='off', quiet=True))
+        self.mode, why = wandb_mode()
+        self.kwargs = wandb_init_kwargs(run_dir, config, self.mode, **opts)
+        where = f"project {self.kwargs['project']!r}, run {self.kwargs['name']!r}"
+        offline = f"; written under {run_dir}/wandb, `wandb sync {run_dir}/wandb/offline-run-*` uploads it"
+        later = offline if self.mode == 'offline' else ''
+        write(f"wandb: {self.mode} ({why}); {where}{later}")
+        self.run = wandb.init(**self.kwargs, settings=wandb.Settings(console='off', quiet=True))
     def log(self, metrics:dict, step:int): self.run.log(dict(metrics), step=step)
     def close(self):
         import wandb
@@ -141,7 +204,8 @@ def make_loggers(names:list[str], # `logging.loggers`: any of 'console', 'tensor
                  run_dir:Path, # the run folder
                  config:dict, # the resolved config as a plain dict
                  live:bool, # show the live dashboard and write metrics.html
-                 write=print, # how the console logger prints a line
+                 write=print, # how the console logger (and wandb's line about its mode) prints a line
+                 wandb:dict|None=None, # project, entity, name, tags for wandb (`wandb_options`)
                 )->Loggers:
     "The loggers a run asked for; on ranks other than 0, none."
     missing = [n for n in names if n in PACKAGES and importlib.util.find_spec(PACKAGES[n]) is None]   # the packages of the machine that runs: not a config fact (a config may be built on another machine)
@@ -149,6 +213,6 @@ def make_loggers(names:list[str], # `logging.loggers`: any of 'console', 'tensor
     if dist_env().rank != 0: return Loggers([])
     run_dir = Path(run_dir); run_dir.mkdir(parents=True, exist_ok=True)
     make = {'console': lambda: ConsoleLogger(write), 'tensorboard': lambda: TensorBoardLogger(run_dir, config),
-            'wandb': lambda: WandbLogger(run_dir, config)}
+            'wandb': lambda: WandbLogger(run_dir, config, write, **(wandb or {}))}
     return Loggers([JsonlLogger(run_dir), *[make[n]() for n in dict.fromkeys(names) if n != 'jsonl'],
                     *([DashboardLogger(run_dir)] if live else [])])

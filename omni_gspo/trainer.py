@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 import torch
 from tqdm.auto import tqdm
-from .config import Config, ConfigError, atomic_write_text, check_config, config_dict, mark_read, save_config
+from .config import (Config, ConfigError, DEPENDENT_DEFAULTS, atomic_write_text, check_config, config_dict,
+                              get_key, given_keys, leaf_keys, load_config, mark_read, read_keys, save_config, set_key)
 from .data import batch_indices, steps_per_epoch
 from .platform import dist_env
 from .plan import check_memory
@@ -18,11 +19,12 @@ from .actor import merge_metrics, micro_merge
 from .workers import list_checkpoints
 from .placement import make_workers
 from .records import data_file_path, drop_rollout_records
-from .loggers import make_loggers
+from .loggers import make_loggers, wandb_options
 
 # %% auto #0
-__all__ = ['RANK_SUMS', 'check_driver', 'trim_metrics', 'split_rows', 'validate', 'rank_merge', 'merge_rank_metrics', 'RunResult',
-           'run_folder', 'train']
+__all__ = ['RANK_SUMS', 'RESUME_COMMAND_KEYS', 'RESUME_SAFE_KEYS', 'check_driver', 'trim_metrics', 'split_rows', 'validate',
+           'rank_merge', 'merge_rank_metrics', 'resume_changes', 'format_changes', 'resumed_config', 'record_config',
+           'config_at_step', 'RunResult', 'run_folder', 'train']
 
 # %% ../nbs/09_trainer.ipynb #4fab6939
 def check_driver():
@@ -73,6 +75,64 @@ def merge_rank_metrics(ms:list[dict], weights:list[float])->dict:
     "One step's metrics from the ranks' (see `rank_merge`), means weighted by `weights` (responses); one rank's are returned as they are."
     return merge_metrics(ms, weights, rank_merge)
 
+# %% ../nbs/09_trainer.ipynb #25315b45
+RESUME_COMMAND_KEYS = ('trainer.resume', 'trainer.resume_changes')   # how to resume: the command's, never a change
+RESUME_SAFE_KEYS = frozenset({                                       # keys a resume may change (see above for why)
+    'trainer.max_steps', 'trainer.total_epochs', 'trainer.max_minutes', 'trainer.test_freq', 'trainer.save_freq',
+    'trainer.keep_checkpoints', 'trainer.output_dir', *(k for k in leaf_keys() if k.startswith('logging.')),
+    'actor.ppo_max_token_len_per_gpu', 'actor.activation_checkpointing', 'hardware.num_threads'})
+
+def resume_changes(saved:Config, # the run's config (its config.json)
+                   cmd:Config, # the resume command's config
+                  )->dict[str, tuple]:
+    "key: (saved, new) for the keys `cmd` gives (`given_keys`) that differ from `saved`, and the defaults those bring."
+    given = set(leaf_keys()) if given_keys(cmd) is None else set(given_keys(cmd))
+    differs = lambda k: get_key(saved, k) != get_key(cmd, k)
+    changed = {k for k in given - set(RESUME_COMMAND_KEYS) if differs(k)}
+    changed |= {k for (key, v), ds in DEPENDENT_DEFAULTS.items() if key in changed and get_key(cmd, key) == v
+                for k in ds if k not in given and differs(k)}
+    return {k: (get_key(saved, k), get_key(cmd, k)) for k in leaf_keys() if k in changed}   # in tree order
+
+def format_changes(changes:dict)->list[str]:
+    "One `key: saved -> new` item per change."
+    return [f'{k}: {old!r} -> {new!r}' for k, (old, new) in changes.items()]
+
+def resumed_config(cmd:Config, # the resume command's config
+                   run_dir:Path, # the run folder, holding config.json
+                  )->tuple[Config, dict]:
+    "The run's saved config with `cmd`'s changes, and those; changes outside `RESUME_SAFE_KEYS` need it allowed."
+    path = Path(run_dir)/'config.json'
+    if not path.exists(): raise ConfigError(f"cannot resume {run_dir}: no config.json there (the run's saved config)")
+    try: saved = load_config(path)
+    except ConfigError as e: raise ConfigError(f'{path}: {e}') from None
+    changes = resume_changes(saved, cmd)
+    unsafe = {k: c for k, c in changes.items() if k not in RESUME_SAFE_KEYS}
+    if unsafe and cmd.trainer.resume_changes != 'allow':
+        raise ConfigError(f"resuming {run_dir} would change what the run means (key: saved -> given): "
+                          f"{'; '.join(format_changes(unsafe))}. Drop these keys to continue the run as saved, "
+                          "or set trainer.resume_changes=allow to apply them from here on")
+    for k in [*changes, *RESUME_COMMAND_KEYS]: set_key(saved, k, get_key(cmd, k))
+    return saved, changes
+
+# %% ../nbs/09_trainer.ipynb #b17b4a1e
+def record_config(run_dir:Path, cfg:Config, start:int, # the first step `cfg` runs
+                  changes:dict, # what a resume changed (`resume_changes`)
+                  fresh:bool): # a new run: its history starts here
+    "Save `cfg` as config.json and add its line to config_history.jsonl: the step it starts at, its changes, all of it."
+    path = Path(run_dir)/'config_history.jsonl'
+    line = json.dumps({'step': start, 'time': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
+                       'changes': {k: list(c) for k, c in changes.items()}, 'config': config_dict(cfg)})
+    atomic_write_text(path, ('' if fresh or not path.exists() else path.read_text()) + line + '\n')
+    save_config(cfg, Path(run_dir)/'config.json')
+
+def config_at_step(run_dir:Path, step:int)->Config:
+    "The config that ran training step `step` of the run in `run_dir` (from its config_history.jsonl)."
+    path = Path(run_dir)/'config_history.jsonl'
+    lines = [json.loads(l) for l in path.read_text().splitlines() if l.strip()] if path.exists() else []
+    if not (starts := [l for l in lines if l['step'] <= step]):   # the last line starting at or before `step`
+        raise ConfigError(f"{path}: no config recorded for step {step}" + ('' if lines else ' (missing or empty)'))
+    return load_config(starts[-1]['config'])
+
 # %% ../nbs/09_trainer.ipynb #a9e224ac
 @dataclass
 class RunResult:
@@ -82,6 +142,7 @@ class RunResult:
     plot: Path|None
     checkpoint: Path|None
     last_step: int
+    config: Config    # the config the run ran (a resumed run: its saved one, with the resume's changes)
 
 def run_folder(output_dir:str, # `trainer.output_dir`; a last part '{time}' becomes `now`
                resume:str, # `trainer.resume`: 'off', 'auto', or a run folder / checkpoint folder
@@ -114,12 +175,15 @@ def _step_metrics(parts:list[dict], step:int, spe:int)->tuple[dict, list[str], l
     return {'training/global_step': step, 'training/epoch': (step - 1) // spe + 1, **m}, texts, rewards
 
 def train(cfg:Config, log=print)->RunResult:
-    "Run GSPO training as configured: a fresh run folder, or a resumed run (`trainer.resume`)."
+    "Run GSPO training as configured: a fresh run folder, or a resumed run (`trainer.resume`) with its saved config."
+    out, resume_from = run_folder(cfg.trainer.output_dir, cfg.trainer.resume, time.strftime('%Y%m%d-%H%M%S'))
+    out, asked = out.absolute(), cfg
+    cfg, changes = resumed_config(asked, out) if resume_from else (asked, {})
+    if resume_from: log("resuming with the run's saved config, " + ('changed (key: saved -> given):' if changes else 'unchanged')
+                        + ''.join(f'\n  {c}' for c in format_changes(changes)))
     check_config(cfg); check_driver()
     check_memory(cfg, log, check_config)   # 08b_plan: a config that cannot fit stops here, before anything loads
     tc, lc = cfg.trainer, cfg.logging
-    out, resume_from = run_folder(tc.output_dir, tc.resume, time.strftime('%Y%m%d-%H%M%S'))
-    out = out.absolute()
     workers = make_workers(cfg)
     loggers = bar = None
     try:   # also when a step fails: files are complete, every rank's memory and process group are released
@@ -128,13 +192,13 @@ def train(cfg:Config, log=print)->RunResult:
         total = tc.max_steps or tc.total_epochs * spe
         start, notes = workers.call('start', total, resume_from)[0]
         for n in notes: log(n)
-        out.mkdir(parents=True, exist_ok=True); save_config(cfg, out/'config.json')
+        out.mkdir(parents=True, exist_ok=True); record_config(out, cfg, start, changes, fresh=not resume_from)
         metrics_path, ck = out/'metrics.jsonl', resume_from
         data_file = data_file_path(cfg.data.train_file, False, cfg.data.generated_train_size, tc.seed)
         trim_metrics(metrics_path, start - 1) if resume_from else metrics_path.unlink(missing_ok=True)
         drop_rollout_records(out, start - 1)   # steps the checkpoint does not reach are redone
         log(f"run folder: {out}" + (f"; resumed from {resume_from} at step {start}" if resume_from else ''))
-        loggers = make_loggers(lc.loggers, out, config_dict(cfg), live=lc.plot, write=tqdm.write)
+        loggers = make_loggers(lc.loggers, out, config_dict(cfg), lc.plot, tqdm.write, wandb_options(lc))
         bar = tqdm(range(start, total + 1), disable=not lc.progress_bar, desc='gspo', initial=start - 1, total=total)
         t_start, last = time.perf_counter(), max(start - 1, total)
         for step in bar:
@@ -152,6 +216,7 @@ def train(cfg:Config, log=print)->RunResult:
             if out_of_time:
                 log(f"trainer.max_minutes={tc.max_minutes} reached after step {step}; resume with trainer.resume=auto"); last = step; break
         for keys in workers.call('read_keys'): mark_read(cfg, keys)   # reads made in other processes count too
+        mark_read(asked, read_keys(cfg))                               # and, resumed, for the config handed in
     finally:
         if bar is not None: bar.close()
         if loggers is not None: loggers.close()
@@ -159,4 +224,4 @@ def train(cfg:Config, log=print)->RunResult:
     plot = out/'metrics.html' if lc.plot and metrics_path.exists() else None
     if start > total: log(f"nothing to do: checkpoint at step {start - 1} already reaches the {total} steps asked for")
     log(f"metrics:    {metrics_path}\nplot:       {plot}\ncheckpoint: {ck}")
-    return RunResult(out, metrics_path, plot, ck, last)
+    return RunResult(out, metrics_path, plot, ck, last, cfg)

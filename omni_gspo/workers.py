@@ -87,7 +87,7 @@ def save_checkpoint(out:Path, step:int, model, opt, keep:int=2, sched=None)->Pat
     return dest
 
 def load_checkpoint(path:Path, model, opt, sched=None)->int:
-    "Restore the trainable tensors, the optimizer, the lr schedule and this rank's RNG state from `path`, bit for bit; return its step."
+    "Restore the trained tensors, the optimizer's state, the schedule's position and this rank's RNG state; return the step."
     info = json.loads((path/'state.json').read_text())
     if info.get('ranks', 1) != world_size():   # the checkpoint's ranks against the launched group: known only when resuming
         raise ConfigError(f"checkpoint {path} was written by {info.get('ranks', 1)} ranks, this run has {world_size()}; resume with the same hardware.nnodes × gpus_per_node")
@@ -96,12 +96,17 @@ def load_checkpoint(path:Path, model, opt, sched=None)->int:
     missing = [k for k in state['model'] if f'model.{k}' not in saved]
     if missing: raise ValueError(f"checkpoint {path} lacks {len(missing)} tensors this model trains, e.g. {missing[0]!r} "
                                  "(written by a run with another model.lora_rank or target_modules?)")
+    hyper = [{k: v for k, v in g.items() if k != 'params'} for g in opt.param_groups]   # as this run configured them
+    base = sched and list(sched.base_lrs)
     _dcp(dcp.load, state, path)
     set_state_dict(model, opt, model_state_dict=state['model'], optim_state_dict=state['optim'],
                    options=StateDictOptions(ignore_frozen_params=True, strict=False))   # frozen weights: from the base
     st = torch.load(path/f'train_state_rank{rank()}.pt', weights_only=False)
     torch.set_rng_state(st['torch_rng']); random.setstate(st['python_rng'])
-    if sched: sched.load_state_dict(st['scheduler'])
+    for g, h in zip(opt.param_groups, hyper): g.update(h)      # lr, weight decay, betas: as configured, not as saved
+    if sched:
+        sched.load_state_dict(st['scheduler']); sched.base_lrs = base
+        for g, b, f in zip(opt.param_groups, base, sched.lr_lambdas): g['lr'] = b * f(sched.last_epoch)   # as LambdaLR
     return info['step']
 
 # %% ../nbs/07c_workers.ipynb #f2273cae

@@ -1,5 +1,6 @@
 """Exact resume (issue 11): a run killed with SIGKILL mid-training and resumed with `trainer.resume=auto` logs the same
-metrics at every step as a run that was never interrupted (timings and memory aside)."""
+metrics at every step as a run that was never interrupted (timings and memory aside). The resume command names only
+the run folder (issue 27): the run's saved config is what continues, not the command line's defaults."""
 import json, os, signal, subprocess, sys, time
 from pathlib import Path
 
@@ -26,9 +27,15 @@ def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path):
     p.send_signal(signal.SIGKILL); p.wait()
     done = sorted(int(d.name.split('_')[1]) for d in (run/'checkpoints').glob('step_*') if (d/'state.json').exists())
     assert done and done[-1] < 5, done
-    r = subprocess.run([CLI, *ARGS, 'trainer.output_dir=killed', 'trainer.resume=auto'], cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    saved = json.loads((run/'config.json').read_text())
+    r = subprocess.run([CLI, 'train', 'trainer.output_dir=killed', 'trainer.resume=auto'], cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
     assert f'resumed from' in r.stdout and f'at step {done[-1] + 1}' in r.stdout, r.stdout[-2000:]
+    assert "resuming with the run's saved config, unchanged" in r.stdout, r.stdout[-2000:]
+    saved['trainer']['resume'] = 'auto'
+    assert json.loads((run/'config.json').read_text()) == saved
+    history = [json.loads(l) for l in (run/'config_history.jsonl').read_text().splitlines()]
+    assert [(h['step'], h['changes']) for h in history] == [(1, {}), (done[-1] + 1, {})]
     whole, resumed = metrics(tmp_path/'whole'), metrics(run)
     assert [x['training/global_step'] for x in resumed] == [1, 2, 3, 4, 5]
     assert resumed == whole

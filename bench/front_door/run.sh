@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The AVQA GPU-LoRA preset through the front door on one H200, in legs of at most 10 minutes (see README.md).
+#   bash bench/front_door/run.sh setup|train|resume|notebook      (on the GPU machine, from the repo root; results in $OUT)
+# setup needs the carried wheels (.whl/) and vLLM 0.26.0 installed before (/tmp/vllm/env.sh, ../shared/gpu in the
+# project's steering notes); each leg after it needs the machine still warm (/tmp and /dev/shm kept).
+set -euo pipefail
+leg=${1:?leg}; OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+source /tmp/vllm/env.sh
+export PYTHONPATH=/tmp/site:$PWD:$PYTHONPATH OMNI_GSPO_CACHE=/tmp/og_cache TOKENIZERS_PARALLELISM=false PATH=/tmp/bin:$PATH
+LAYERS=${LAYERS:-8}; CKPT=/dev/shm/thinker$LAYERS; RUN=/tmp/fd_run
+# The preset (4 x 80 GB) scaled to one GPU: 32 prompts x 16 samples x 512 tokens, TP 1; a reward with spread on random weights
+SCALE=(hardware.gpus_per_node=1 rollout.tensor_parallel_size=1 data.train_batch_size=32 actor.ppo_mini_batch_size=32
+       rollout.n=16 rollout.response_length=512 reward.custom_function=ascii_fraction trainer.test_freq=0)
+ARGS=(recipe=avqa preset=gpu-lora model.path=$CKPT "${SCALE[@]}" logging.progress_bar=false)
+case $leg in
+setup)
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>&1 | grep -v "Target directory" || true
+  mkdir -p /tmp/bin; printf '#!/bin/sh\nexec python3 -c "import sys; from omni_gspo.launch import main; sys.exit(main())" "$@"\n' > /tmp/bin/omni-gspo
+  chmod +x /tmp/bin/omni-gspo
+  [ -f $CKPT/config.json ] || python3 bench/front_door/checkpoint.py --layers $LAYERS --out $CKPT | tee "$OUT/checkpoint.json"
+  omni-gspo plan "${ARGS[@]}" | tee "$OUT/plan.txt" ;;
+train)
+  omni-gspo train "${ARGS[@]}" trainer.max_steps=3 trainer.save_freq=3 trainer.output_dir=$RUN 2>&1 | tee "$OUT/train.log"
+  cp $RUN/metrics.jsonl "$OUT/metrics_train.jsonl" ;;
+resume)
+  omni-gspo train "${ARGS[@]}" trainer.max_steps=4 trainer.save_freq=3 trainer.output_dir=$RUN trainer.resume=auto 2>&1 | tee "$OUT/resume.log"
+  cp $RUN/metrics.jsonl "$OUT/metrics_resume.jsonl" ;;
+notebook)
+  ov=$(printf '"%s": %s, ' data.train_batch_size 32 actor.ppo_mini_batch_size 32 rollout.n 16 rollout.response_length 512 \
+       hardware.gpus_per_node 1 rollout.tensor_parallel_size 1 trainer.test_freq 0 logging.progress_bar false)
+  python3 -m papermill nbs/train_avqa.ipynb "$OUT/train_avqa_gpu.ipynb" -p hardware gpu -p preset gpu-lora -p model_path $CKPT \
+    -p max_steps 2 -y "overrides: {${ov} \"reward.custom_function\": ascii_fraction, \"trainer.output_dir\": /tmp/fd_nb}" 2>&1 | tail -20 ;;
+esac
