@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 from .config import Config, ConfigError, VLLMConfig, atomic_write_text, config_dict, mark_read, save_config
+from .presets import missing_features
 from .data import batch_indices, steps_per_epoch
 from .platform import dist_env
 from .rewards import val_metrics
@@ -176,6 +177,7 @@ def _step_metrics(parts:list[dict], step:int, spe:int)->tuple[dict, list[str], l
 def train(cfg:Config, log=print)->RunResult:
     "Run GSPO training as configured: a fresh run folder, or a resumed run (`trainer.resume`)."
     check_config(cfg)
+    if missing := missing_features(cfg): raise ConfigError('not supported yet: ' + '; '.join(missing))
     tc, lc = cfg.trainer, cfg.logging
     out, resume_from = run_folder(tc.output_dir, tc.resume, time.strftime('%Y%m%d-%H%M%S'))
     out = out.absolute()
