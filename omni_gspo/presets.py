@@ -18,7 +18,7 @@ class Preset:
     "One upstream launch script as overrides of one recipe."
     script:str # the script it reproduces, under `UPSTREAM`
     overrides:dict # config key -> value
-    same_as:dict=field(default_factory=dict) # key -> the key whose resolved value it takes unless set (a script variable defaulting to another)
+    same_as:dict=field(default_factory=dict) # key -> the key whose resolved value it takes unless set
 
 _GSPO = {'model.dtype': 'bfloat16', 'data.train_batch_size': 128, 'rollout.n': 16, 'actor.ppo_mini_batch_size': 16,
          'algorithm.policy_loss': 'gspo', 'algorithm.clip_ratio_low': 3e-4, 'algorithm.clip_ratio_high': 4e-4,
@@ -38,7 +38,8 @@ PRESETS = {  # (preset, recipe) -> Preset
         'data.max_prompt_length': 2048, 'rollout.response_length': 8192, 'actor.ppo_max_token_len_per_gpu': 20480}),
     ('gpu-lora', 'mmk12'): Preset('run_qwen3_omni_thinker_gspo_lora_mmk12_v1.sh', _MMK12),
     ('gpu-lora', 'avqa'): Preset('run_qwen3_omni_thinker_gspo_lora_avqa_v1.sh', _LORA | _LONG | {
-        'actor.ppo_max_token_len_per_gpu': 20480, 'rollout.vllm.gpu_memory_utilization': 0.7, 'rollout.vllm.max_num_seqs': 256,
+        'actor.ppo_max_token_len_per_gpu': 20480, 'rollout.vllm.gpu_memory_utilization': 0.7,
+        'rollout.vllm.max_num_seqs': 256,
         'rollout.vllm.cudagraph_capture_sizes': [1, 2, 4, 8, 16, 32, 64, 128, 256]}),
     ('npu-full', 'avqa'): Preset('run_qwen3_omni_thinker_gspo_npu_avqa_v1.sh', _GSPO | _LONG | {
         'hardware.device': 'npu', 'hardware.gpus_per_node': 16, 'model.lora_rank': 0, 'actor.optim.lr': 1e-6,
@@ -78,7 +79,8 @@ def preset_config(recipe:str='gsm8k', # recipe name (see `RECIPES`)
         first = build_config(recipe, ov)
         ov |= {k: get_key(first, src) for k, src in p.same_as.items() if k not in user}
         if missing := [k for k in p.same_as if ov[k] in ('', None)]:
-            raise ConfigError(f"preset {preset!r}: {missing[0]} is empty; set it (or {p.same_as[missing[0]]}) to a checkpoint")
+            k = missing[0]
+            raise ConfigError(f"preset {preset!r}: {k} is empty; set it (or {p.same_as[k]}) to a checkpoint")
     return build_config(recipe, ov)
 
 # %% ../nbs/00c_presets.ipynb #7fe88c6d
@@ -86,15 +88,16 @@ def missing_features(cfg)->list[str]:
     "What `cfg` asks for that this project cannot run yet: `train` refuses it with these messages."
     r, out = cfg.rollout, []
     if r.tensor_parallel_size != 1:
-        out.append(f"rollout.tensor_parallel_size={r.tensor_parallel_size}: tensor-parallel rollout engines are not implemented yet "
-                   "(issue 29; each rank holds one whole engine); set rollout.tensor_parallel_size=1")
+        out.append(f"rollout.tensor_parallel_size={r.tensor_parallel_size}: tensor-parallel rollout engines are not "
+                   "implemented yet (issue 29; each rank holds one whole engine); set rollout.tensor_parallel_size=1")
     if cfg.hardware.device == 'npu' and r.engine != 'hf':
-        out.append(f"rollout.engine={r.engine!r} on hardware.device='npu': the vLLM engines are wired for CUDA and CPU only "
-                   "(vllm-ascend is not; the memory share and graphs would be ignored); set rollout.engine=hf")
+        out.append(f"rollout.engine={r.engine!r} on hardware.device='npu': the vLLM engines are wired for CUDA and "
+                   "CPU only (vllm-ascend is not; the memory share and graphs would be ignored); set rollout.engine=hf")
     return out
 
 # %% ../nbs/00c_presets.ipynb #c204ece6
 def preset_commands()->list[tuple[str, str]]:
     "`(upstream script, our command)` for every preset."
-    return [(p.script, f"omni-gspo train recipe={recipe} preset={preset}" +
-             (' algorithm.opd_teacher=<teacher>' if 'algorithm.opd_teacher' in p.same_as else '')) for (preset, recipe), p in PRESETS.items()]
+    teacher = lambda p: ' algorithm.opd_teacher=<teacher>' if 'algorithm.opd_teacher' in p.same_as else ''
+    return [(p.script, f"omni-gspo train recipe={recipe} preset={preset}{teacher(p)}")
+            for (preset, recipe), p in PRESETS.items()]

@@ -14,43 +14,57 @@ ROOT = Path(__file__).resolve().parent.parent
 CLI = str(Path(sys.executable).with_name('omni-gspo'))
 A = 'actor_rollout_ref.'
 QKVO = ['q_proj', 'k_proj', 'v_proj', 'o_proj']
-DERIVED = {('actor.fsdp', 'fsdp2'): True, ('rollout.engine', 'vllm_omni'): 'vllm'}   # upstream value -> ours where they differ
+DERIVED = {('actor.fsdp', 'fsdp2'): True, ('rollout.engine', 'vllm_omni'): 'vllm'}   # upstream -> ours where different
 
 def script(*triples): return {ours: (verl, v) for verl, v, ours in triples}
 
 GSM8K_GPU = script(   # run_qwen3_omni_thinker_gspo_lora_v1.sh
-    ('data.train_batch_size', 128, 'data.train_batch_size'), ('data.max_prompt_length', 2048, 'data.max_prompt_length'),
+    ('data.train_batch_size', 128, 'data.train_batch_size'),
+    ('data.max_prompt_length', 2048, 'data.max_prompt_length'),
     ('data.max_response_length', 8192, 'rollout.response_length'),
-    (A + 'model.lora_rank', 32, 'model.lora_rank'), (A + 'model.lora_alpha', 64, 'model.lora_alpha'),
+    (A + 'model.lora_rank', 32, 'model.lora_rank'),
+    (A + 'model.lora_alpha', 64, 'model.lora_alpha'),
     (A + 'model.target_modules', QKVO, 'model.target_modules'),
     (A + 'model.enable_gradient_checkpointing', True, 'actor.activation_checkpointing'),
-    (A + 'actor.freeze_vision_tower', True, 'model.freeze_vision_tower'), (A + 'actor.strategy', 'fsdp2', 'actor.fsdp'),
-    (A + 'actor.optim.lr', 3e-6, 'actor.optim.lr'), (A + 'actor.optim.weight_decay', 0.01, 'actor.optim.weight_decay'),
-    (A + 'actor.optim.clip_grad', 1.0, 'actor.optim.grad_clip'), (A + 'actor.ppo_mini_batch_size', 16, 'actor.ppo_mini_batch_size'),
+    (A + 'actor.freeze_vision_tower', True, 'model.freeze_vision_tower'),
+    (A + 'actor.strategy', 'fsdp2', 'actor.fsdp'),
+    (A + 'actor.optim.lr', 3e-6, 'actor.optim.lr'),
+    (A + 'actor.optim.weight_decay', 0.01, 'actor.optim.weight_decay'),
+    (A + 'actor.optim.clip_grad', 1.0, 'actor.optim.grad_clip'),
+    (A + 'actor.ppo_mini_batch_size', 16, 'actor.ppo_mini_batch_size'),
     (A + 'rollout.log_prob_max_token_len_per_gpu', 20480, 'actor.ppo_max_token_len_per_gpu'),
     (A + 'actor.policy_loss.loss_mode', 'gspo', 'algorithm.policy_loss'),
-    (A + 'actor.clip_ratio_low', 3e-4, 'algorithm.clip_ratio_low'), (A + 'actor.clip_ratio_high', 4e-4, 'algorithm.clip_ratio_high'),
+    (A + 'actor.clip_ratio_low', 3e-4, 'algorithm.clip_ratio_low'),
+    (A + 'actor.clip_ratio_high', 4e-4, 'algorithm.clip_ratio_high'),
     (A + 'actor.loss_agg_mode', 'seq-mean-token-mean', 'algorithm.loss_agg_mode'),
-    (A + 'actor.fsdp_config.model_dtype', 'bfloat16', 'model.dtype'), (A + 'rollout.n', 16, 'rollout.n'),
+    (A + 'actor.fsdp_config.model_dtype', 'bfloat16', 'model.dtype'),
+    (A + 'rollout.n', 16, 'rollout.n'),
     (A + 'rollout.name', 'vllm_omni', 'rollout.engine'),   # omni_trainer.yaml's default
     (A + 'rollout.tensor_model_parallel_size', 2, 'rollout.tensor_parallel_size'),
     (A + 'rollout.gpu_memory_utilization', 0.8, 'rollout.vllm.gpu_memory_utilization'),
     (A + 'rollout.max_num_seqs', 1024, 'rollout.vllm.max_num_seqs'),   # not set: verl's default
     (A + 'rollout.cudagraph_capture_sizes', [], 'rollout.vllm.cudagraph_capture_sizes'),   # not set: vLLM's own list
-    ('trainer.logger', ['console', 'wandb'], 'logging.loggers'), ('trainer.n_gpus_per_node', 4, 'hardware.gpus_per_node'),
-    ('trainer.nnodes', 1, 'hardware.nnodes'), ('trainer.save_freq', 50, 'trainer.save_freq'),
-    ('trainer.test_freq', 10, 'trainer.test_freq'), ('trainer.total_epochs', 10, 'trainer.total_epochs'),
-    (None, 'gpu', 'hardware.device'), (None, 0, 'trainer.max_steps'))   # CUDA devices; the length is total_epochs
+    ('trainer.logger', ['console', 'wandb'], 'logging.loggers'),
+    ('trainer.n_gpus_per_node', 4, 'hardware.gpus_per_node'),
+    ('trainer.nnodes', 1, 'hardware.nnodes'),
+    ('trainer.save_freq', 50, 'trainer.save_freq'),
+    ('trainer.test_freq', 10, 'trainer.test_freq'),
+    ('trainer.total_epochs', 10, 'trainer.total_epochs'),
+    (None, 'gpu', 'hardware.device'),
+    (None, 0, 'trainer.max_steps'))   # CUDA devices; the length is total_epochs
 MMK12_GPU = GSM8K_GPU | script(   # run_qwen3_omni_thinker_gspo_lora_mmk12_v1.sh
-    ('data.max_prompt_length', 4096, 'data.max_prompt_length'), ('data.max_response_length', 12288, 'rollout.response_length'),
+    ('data.max_prompt_length', 4096, 'data.max_prompt_length'),
+    ('data.max_response_length', 12288, 'rollout.response_length'),
     (A + 'actor.ppo_max_token_len_per_gpu', 30720, 'actor.ppo_max_token_len_per_gpu'))
 AVQA_GPU = MMK12_GPU | script(   # run_qwen3_omni_thinker_gspo_lora_avqa_v1.sh
     (A + 'actor.ppo_max_token_len_per_gpu', 20480, 'actor.ppo_max_token_len_per_gpu'),
     (A + 'rollout.gpu_memory_utilization', 0.7, 'rollout.vllm.gpu_memory_utilization'),
     (A + 'rollout.engine_kwargs.vllm_omni.max_num_seqs', 256, 'rollout.vllm.max_num_seqs'),
     (A + 'rollout.cudagraph_capture_sizes', [1, 2, 4, 8, 16, 32, 64, 128, 256], 'rollout.vllm.cudagraph_capture_sizes'))
-AVQA_NPU = {k: v for k, v in AVQA_GPU.items() if k not in ('model.lora_alpha', 'model.target_modules')} | script(   # run_qwen3_omni_thinker_gspo_npu_avqa_v1.sh
-    (A + 'model.lora_rank', 0, 'model.lora_rank'), (A + 'actor.optim.lr', 1e-6, 'actor.optim.lr'),
+FULL = ('model.lora_alpha', 'model.target_modules')   # LoRA-only keys
+AVQA_NPU = {k: v for k, v in AVQA_GPU.items() if k not in FULL} | script(   # run_qwen3_omni_thinker_gspo_npu_avqa_v1.sh
+    (A + 'model.lora_rank', 0, 'model.lora_rank'),
+    (A + 'actor.optim.lr', 1e-6, 'actor.optim.lr'),
     (A + 'actor.optim.weight_decay', 0.1, 'actor.optim.weight_decay'),
     (A + 'actor.entropy_from_logits_chunk_size', 2048, 'actor.logits_chunk_tokens'),
     (A + 'actor.fsdp_config.param_offload', True, 'actor.fsdp_cpu_offload'),
@@ -59,11 +73,15 @@ AVQA_NPU = {k: v for k, v in AVQA_GPU.items() if k not in ('model.lora_alpha', '
     (A + 'rollout.gpu_memory_utilization', 0.6, 'rollout.vllm.gpu_memory_utilization'),
     (A + 'rollout.max_num_seqs', 128, 'rollout.vllm.max_num_seqs'),
     (A + 'rollout.cudagraph_capture_sizes', [], 'rollout.vllm.cudagraph_capture_sizes'),
-    ('trainer.logger', ['console', 'tensorboard'], 'logging.loggers'), ('trainer.n_gpus_per_node', 16, 'hardware.gpus_per_node'),
-    (None, 'npu', 'hardware.device'), (None, 42, 'trainer.seed'))   # ASCEND devices; data.seed=42
+    ('trainer.logger', ['console', 'tensorboard'], 'logging.loggers'),
+    ('trainer.n_gpus_per_node', 16, 'hardware.gpus_per_node'),
+    (None, 'npu', 'hardware.device'),
+    (None, 42, 'trainer.seed'))   # ASCEND devices; data.seed=42
 MMK12_OPD = MMK12_GPU | script(   # run_qwen3_omni_thinker_gspo_lora_mmk12_v1_opd.sh (PR #375)
-    (A + 'rollout.cudagraph_capture_sizes', [1, 2, 4, 16, 64, 128, 512, 1024, 2048, 3072, 4096], 'rollout.vllm.cudagraph_capture_sizes'),
-    ('trainer.logger', ['console', 'tensorboard'], 'logging.loggers'), ('trainer.n_gpus_per_node', 8, 'hardware.gpus_per_node'))
+    (A + 'rollout.cudagraph_capture_sizes', [1, 2, 4, 16, 64, 128, 512, 1024, 2048, 3072, 4096],
+     'rollout.vllm.cudagraph_capture_sizes'),
+    ('trainer.logger', ['console', 'tensorboard'], 'logging.loggers'),
+    ('trainer.n_gpus_per_node', 8, 'hardware.gpus_per_node'))
 UPSTREAM = {('gpu-lora', 'gsm8k'): GSM8K_GPU, ('gpu-lora', 'mmk12'): MMK12_GPU, ('gpu-lora', 'avqa'): AVQA_GPU,
             ('npu-full', 'avqa'): AVQA_NPU, ('opd-lora', 'mmk12'): MMK12_OPD}
 
@@ -87,17 +105,21 @@ def test_preset_equals_its_upstream_script(preset, recipe):
     assert r.returncode == 0, r.stderr
     shown, built = printed(r.stdout), preset_config(recipe, preset)
     for key, (verl, value) in UPSTREAM[preset, recipe].items():
-        assert shown[key] == get_key(built, key) == ours(key, value), (key, verl, value, shown[key])
-        if verl and verl.removeprefix(A) != key: assert key in verl_equivalent(verl), (verl, key)   # verl's key names ours
+        assert shown[key] == get_key(built, key) == ours(key, value),
+    (key, verl, value, shown[key])
+        if verl and verl.removeprefix(A) != key: assert key in verl_equivalent(verl),
+    (verl, key)   # verl's key names ours
     assert shown['model.freeze_audio_tower'] and shown['actor.fsdp']                    # the towers stay frozen, FSDP2
-    assert missing_features(built)                                                      # TP 2 (and NPU vLLM) do not run yet
+    assert missing_features(built)                                         # TP 2 (and NPU vLLM) do not run yet
 
 
 def test_preset_opd_teacher_is_a_second_checkpoint(tmp_path):
-    r = cli('config', 'recipe=mmk12', 'preset=opd-lora', 'model.path=/models/student', 'algorithm.opd_teacher=/models/teacher')
+    r = cli('config', 'recipe=mmk12', 'preset=opd-lora', 'model.path=/m/student', 'algorithm.opd_teacher=/m/teacher')
     assert r.returncode == 0, r.stderr
-    assert (printed(r.stdout)['model.path'], printed(r.stdout)['algorithm.opd_teacher']) == ('/models/student', '/models/teacher')
-    assert printed(cli('config', 'recipe=mmk12', 'preset=opd-lora', 'model.path=/m').stdout)['algorithm.opd_teacher'] == '/m'
+    shown = printed(r.stdout)
+    assert (shown['model.path'], shown['algorithm.opd_teacher']) == ('/m/student', '/m/teacher')
+    same = cli('config', 'recipe=mmk12', 'preset=opd-lora', 'model.path=/m')   # TEACHER_MODEL's default: the student's
+    assert printed(same.stdout)['algorithm.opd_teacher'] == '/m'
 
 
 def test_user_overrides_beat_the_preset():
@@ -108,21 +130,25 @@ def test_user_overrides_beat_the_preset():
 
 
 @pytest.mark.parametrize('args,msg', [
-    (('recipe=gsm8k', 'preset=npu-full'), "no preset 'npu-full' for recipe 'gsm8k'; presets for 'gsm8k': gpu-lora; all presets: "
-                                          "gpu-lora (gsm8k, mmk12, avqa); npu-full (avqa); opd-lora (mmk12)"),
-    (('recipe=avqa', 'preset=gpu-full'), "no preset 'gpu-full' for recipe 'avqa'; presets for 'avqa': gpu-lora, npu-full"),
+    (('recipe=gsm8k', 'preset=npu-full'), "no preset 'npu-full' for recipe 'gsm8k'; presets for 'gsm8k': gpu-lora; "
+                                          "all presets: gpu-lora (gsm8k, mmk12, avqa); npu-full (avqa); "
+                                          "opd-lora (mmk12)"),
+    (('recipe=avqa', 'preset=gpu-full'), "no preset 'gpu-full' for recipe 'avqa'; "
+                                         "presets for 'avqa': gpu-lora, npu-full"),
 ])
 def test_unknown_preset_is_one_clear_line(args, msg):
     r = cli('config', *args)
     assert r.returncode == 2 and r.stderr.count('\n') == 1 and msg in r.stderr, r.stderr
 
 
-@pytest.mark.parametrize('verl,key', [('rollout.name=vllm', 'rollout.engine'), ('policy_loss.loss_mode=gspo', 'algorithm.policy_loss'),
-                                      ('trainer.logger=console', 'logging.loggers'), ('trainer.project_name=gspo', 'trainer.output_dir'),
+@pytest.mark.parametrize('verl,key', [('rollout.name=vllm', 'rollout.engine'),
+    ('policy_loss.loss_mode=gspo', 'algorithm.policy_loss'),
+                                      ('trainer.logger=console', 'logging.loggers'),
+    ('trainer.project_name=gspo', 'trainer.output_dir'),
                                       ('trainer.val_before_train=false', 'trainer.test_freq'),
-                                      ('actor_rollout_ref.rollout.tensor_model_parallel_size=2', 'rollout.tensor_parallel_size'),
-                                      ('actor_rollout_ref.rollout.gpu_memory_utilization=0.7', 'rollout.vllm.gpu_memory_utilization'),
-                                      ('actor_rollout_ref.actor.optim.lr=3e-6', "'actor.optim.lr'")])
+                                      (A + 'rollout.tensor_model_parallel_size=2', 'rollout.tensor_parallel_size'),
+                                      (A + 'rollout.gpu_memory_utilization=0.7', 'rollout.vllm.gpu_memory_utilization'),
+                                      (A + 'actor.optim.lr=3e-6', "'actor.optim.lr'")])
 def test_verl_key_names_ours(verl, key):
     r = cli('config', verl)
     assert r.returncode == 2 and r.stderr.count('\n') == 1 and key in r.stderr, r.stderr
@@ -132,7 +158,7 @@ def test_train_refuses_tensor_parallel_rollout(tmp_path):
     "The presets' TP=2 is refused by `train` with one line, before anything loads; `config` printed it above."
     r = cli('train', 'recipe=gsm8k', 'preset=gpu-lora', 'hardware.device=cpu', cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.count('\n') == 1, r.stderr
-    assert 'not supported yet: rollout.tensor_parallel_size=2: tensor-parallel rollout engines are not implemented yet' in r.stderr
+    assert 'not supported yet: rollout.tensor_parallel_size=2: tensor-parallel rollout engines' in r.stderr
     assert not (tmp_path/'runs').exists()
 
 
@@ -144,15 +170,18 @@ def test_notebook_config_takes_the_preset(preset, recipe):
         assert get_key(c, key) == ('cpu' if key == 'hardware.device' else ours(key, value)), key
 
 
-@pytest.mark.parametrize('notebook,preset', [('train_avqa', 'gpu-lora'), ('train_gsm8k', 'gpu-lora'), ('train_mmk12_opd', 'opd-lora')])
+@pytest.mark.parametrize('notebook,preset', [('train_avqa', 'gpu-lora'), ('train_gsm8k', 'gpu-lora'),
+                                             ('train_mmk12_opd', 'opd-lora')])
 def test_notebook_parameter_preset_reaches_the_config(tmp_path, notebook, preset):
-    "`papermill nbs/train_….ipynb out.ipynb -p preset …` on this CPU machine: the preset's GPU device stops the config cell."
+    "`papermill nbs/train_….ipynb out.ipynb -p preset …` on a CPU machine: the preset's GPU stops the config cell."
     import torch
     if torch.cuda.is_available(): pytest.skip('this machine has a CUDA device')
-    r = subprocess.run([str(Path(sys.executable).with_name('papermill')), str(ROOT/'nbs'/f'{notebook}.ipynb'), 'out.ipynb',
-                        '-p', 'preset', preset], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    papermill = str(Path(sys.executable).with_name('papermill'))
+    r = subprocess.run([papermill, str(ROOT/'nbs'/f'{notebook}.ipynb'), 'out.ipynb', '-p', 'preset', preset],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert r.returncode != 0
-    assert r.stderr.rstrip().splitlines()[-1].startswith("PlatformError: hardware.device='gpu' but torch sees no CUDA device"), r.stderr[-2000:]
+    last = r.stderr.rstrip().splitlines()[-1]
+    assert last.startswith("PlatformError: hardware.device='gpu' but torch sees no CUDA device"), r.stderr[-2000:]
     assert not (tmp_path/'runs').exists()
 
 
