@@ -105,10 +105,8 @@ def test_preset_equals_its_upstream_script(preset, recipe):
     assert r.returncode == 0, r.stderr
     shown, built = printed(r.stdout), preset_config(recipe, preset)
     for key, (verl, value) in UPSTREAM[preset, recipe].items():
-        assert shown[key] == get_key(built, key) == ours(key, value),
-    (key, verl, value, shown[key])
-        if verl and verl.removeprefix(A) != key: assert key in verl_equivalent(verl),
-    (verl, key)   # verl's key names ours
+        assert shown[key] == get_key(built, key) == ours(key, value), (key, verl, value, shown[key])
+        if verl and verl.removeprefix(A) != key: assert key in verl_equivalent(verl), (verl, key)
     assert shown['model.freeze_audio_tower'] and shown['actor.fsdp']                    # the towers stay frozen, FSDP2
     assert missing_features(built)                                         # TP 2 (and NPU vLLM) do not run yet
 
@@ -142,9 +140,9 @@ def test_unknown_preset_is_one_clear_line(args, msg):
 
 
 @pytest.mark.parametrize('verl,key', [('rollout.name=vllm', 'rollout.engine'),
-    ('policy_loss.loss_mode=gspo', 'algorithm.policy_loss'),
+                                      ('policy_loss.loss_mode=gspo', 'algorithm.policy_loss'),
                                       ('trainer.logger=console', 'logging.loggers'),
-    ('trainer.project_name=gspo', 'trainer.output_dir'),
+                                      ('trainer.project_name=gspo', 'trainer.output_dir'),
                                       ('trainer.val_before_train=false', 'trainer.test_freq'),
                                       (A + 'rollout.tensor_model_parallel_size=2', 'rollout.tensor_parallel_size'),
                                       (A + 'rollout.gpu_memory_utilization=0.7', 'rollout.vllm.gpu_memory_utilization'),
