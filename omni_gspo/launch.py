@@ -5,15 +5,16 @@
 # %% ../nbs/10_launch.ipynb #493b9537
 from __future__ import annotations
 import sys
-from .config import ConfigError, build_config, check_config, format_config, parse_overrides
+from .config import ConfigError, check_config, format_config, parse_overrides
+from .presets import preset_config
 from .data import DataError
 from .platform import apply_env_defaults, check_hardware
 
 # %% auto #0
-__all__ = ['USAGE', 'cli_config', 'ready_platform', 'plan_command', 'main', 'notebook_config', 'data_files']
+__all__ = ['USAGE', 'DEMO_STEPS', 'cli_config', 'ready_platform', 'plan_command', 'main', 'notebook_config', 'data_files']
 
 # %% ../nbs/10_launch.ipynb #dc57c121
-USAGE = """usage: omni-gspo {train,config,plan} [recipe=NAME] [key=value ...]
+USAGE = """usage: omni-gspo {train,config,plan} [recipe=NAME] [preset=NAME] [key=value ...]
        omni-gspo [train|config|plan] --help
 
   train    run GSPO training (defaults: tiny Qwen3-Omni thinker, generated gsm8k problems, CPU)
@@ -24,12 +25,13 @@ examples:
   omni-gspo train
   omni-gspo train recipe=gsm8k actor.optim.lr=2e-6 trainer.max_steps=10 hardware.device=gpu
   omni-gspo config data.train_file=train.parquet
+  omni-gspo config recipe=avqa preset=gpu-lora     # the upstream 4-GPU AVQA script's values (presets: 00c_presets)
   omni-gspo plan model.path=/ckpt/Qwen3-Omni-30B-A3B-Instruct hardware.device=gpu hardware.device_memory_gb=80"""
 
 def cli_config(args:list[str]):
-    "Config from CLI arguments: `recipe=NAME` plus dotted `key=value` overrides."
+    "Config from CLI arguments: `recipe=NAME`, `preset=NAME` and dotted `key=value` overrides."
     ov = parse_overrides(args)
-    return build_config(ov.pop('recipe', None), ov)
+    return preset_config(ov.pop('recipe', None), ov.pop('preset', ''), ov)
 
 def ready_platform(cfg):
     "Stop with one line if this machine lacks `hardware.device`; else set its environment defaults. Returns `cfg`."
@@ -64,12 +66,15 @@ def main(argv:list[str]|None=None)->int:
         return 2
 
 # %% ../nbs/10_launch.ipynb #f3f0fd73
-def notebook_config(recipe:str, hardware:str='cpu', model_path:str='', train_file:str='', val_file:str='',
-                    max_steps:int|None=None, overrides:dict|None=None):
-    "Config for a recipe notebook's parameters."
+DEMO_STEPS = 4   # a recipe notebook's run without a preset or max_steps: a quick look
+
+def notebook_config(recipe:str, hardware:str='', model_path:str='', train_file:str='', val_file:str='',
+                    max_steps:int|None=None, overrides:dict|None=None, preset:str=''):
+    "Config for a recipe notebook's parameters; `max_steps` None: `DEMO_STEPS`, or the preset's length with a preset."
     named = {'hardware.device': hardware, 'model.path': model_path, 'data.train_file': train_file,
              'data.val_file': val_file, 'trainer.max_steps': max_steps}
-    return ready_platform(build_config(recipe, dict(overrides or {}), **{k: v for k, v in named.items() if v not in ('', None)}))
+    ov = ({} if preset else {'trainer.max_steps': DEMO_STEPS}) | dict(overrides or {})
+    return ready_platform(preset_config(recipe, preset, ov, **{k: v for k, v in named.items() if v not in ('', None)}))
 
 # %% ../nbs/10_launch.ipynb #951496ce
 def data_files(cfg)->dict[str, str]:

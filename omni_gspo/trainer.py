@@ -14,6 +14,7 @@ from .config import (Config, ConfigError, DEPENDENT_DEFAULTS, atomic_write_text,
 from .data import batch_indices, steps_per_epoch
 from .platform import dist_env
 from .plan import check_memory
+from .presets import missing_features
 from .rewards import val_metrics
 from .actor import merge_metrics, micro_merge
 from .workers import list_checkpoints
@@ -182,6 +183,7 @@ def train(cfg:Config, log=print)->RunResult:
     if resume_from: log("resuming with the run's saved config, " + ('changed (key: saved -> given):' if changes else 'unchanged')
                         + ''.join(f'\n  {c}' for c in format_changes(changes)))
     check_config(cfg); check_driver()
+    if missing := missing_features(cfg): raise ConfigError('not supported yet: ' + '; '.join(missing))
     check_memory(cfg, log, check_config)   # 08b_plan: a config that cannot fit stops here, before anything loads
     tc, lc = cfg.trainer, cfg.logging
     workers = make_workers(cfg)

@@ -428,6 +428,7 @@ def vllm_settings(vcfg, # the `rollout.vllm` config section
               enforce_eager=not cuda or vcfg.cuda_graphs == 'off', max_num_seqs=vcfg.max_num_seqs)
     if cuda: kw['gpu_memory_utilization'] = vcfg.gpu_memory_utilization
     if vcfg.max_num_batched_tokens: kw['max_num_batched_tokens'] = vcfg.max_num_batched_tokens
+    if sizes := sorted(vcfg.cudagraph_capture_sizes): kw['compilation_config'] = {'cudagraph_capture_sizes': sizes}
     return kw
 
 # %% ../nbs/06a_vllm.ipynb #1bd57d0d

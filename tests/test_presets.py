@@ -1,0 +1,212 @@
+"""Each preset against the upstream launch script it reproduces, through `omni-gspo config` (a subprocess, as a user
+runs it), `preset_config` and the recipe notebooks' `notebook_config`; unknown presets and verl's own keys.
+
+The values are read from verl-project/verl-omni, examples/gspo_trainer/qwen3_omni/ (main @ a1139baf; AVQA GPU @
+72d104b5; the OPD script from PR #375), written here as the script writes them: (verl key, value, our key)."""
+import ast, json, subprocess, sys
+from pathlib import Path
+import pytest
+from omni_gspo.config import get_key, verl_equivalent
+from omni_gspo.launch import notebook_config
+from omni_gspo.presets import PRESETS, missing_features, preset_config
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = str(Path(sys.executable).with_name('omni-gspo'))
+sys.path.insert(0, str(ROOT/'bench'/'memory_plan'))
+
+
+@pytest.fixture(scope='module')
+def thinker(tmp_path_factory)->str:
+    "A folder holding the config.json of the real-size thinker: a preset's lengths need its 65,536 positions."
+    from thinker import thinker_config
+    d = tmp_path_factory.mktemp('ckpt')/'Qwen3-Omni-30B-A3B-Instruct'; thinker_config().save_pretrained(d)
+    return str(d)
+A = 'actor_rollout_ref.'
+QKVO = ['q_proj', 'k_proj', 'v_proj', 'o_proj']
+DERIVED = {('actor.fsdp', 'fsdp2'): True, ('rollout.engine', 'vllm_omni'): 'vllm'}   # upstream -> ours where different
+
+def script(*triples): return {ours: (verl, v) for verl, v, ours in triples}
+
+GSM8K_GPU = script(   # run_qwen3_omni_thinker_gspo_lora_v1.sh
+    ('data.train_batch_size', 128, 'data.train_batch_size'),
+    ('data.max_prompt_length', 2048, 'data.max_prompt_length'),
+    ('data.max_response_length', 8192, 'rollout.response_length'),
+    (A + 'model.lora_rank', 32, 'model.lora_rank'),
+    (A + 'model.lora_alpha', 64, 'model.lora_alpha'),
+    (A + 'model.target_modules', QKVO, 'model.target_modules'),
+    (A + 'model.enable_gradient_checkpointing', True, 'actor.activation_checkpointing'),
+    (A + 'actor.freeze_vision_tower', True, 'model.freeze_vision_tower'),
+    (A + 'actor.strategy', 'fsdp2', 'actor.fsdp'),
+    (A + 'actor.optim.lr', 3e-6, 'actor.optim.lr'),
+    (A + 'actor.optim.weight_decay', 0.01, 'actor.optim.weight_decay'),
+    (A + 'actor.optim.clip_grad', 1.0, 'actor.optim.grad_clip'),
+    (A + 'actor.ppo_mini_batch_size', 16, 'actor.ppo_mini_batch_size'),
+    (A + 'rollout.log_prob_max_token_len_per_gpu', 20480, 'actor.ppo_max_token_len_per_gpu'),
+    (A + 'actor.policy_loss.loss_mode', 'gspo', 'algorithm.policy_loss'),
+    (A + 'actor.clip_ratio_low', 3e-4, 'algorithm.clip_ratio_low'),
+    (A + 'actor.clip_ratio_high', 4e-4, 'algorithm.clip_ratio_high'),
+    (A + 'actor.loss_agg_mode', 'seq-mean-token-mean', 'algorithm.loss_agg_mode'),
+    (A + 'actor.fsdp_config.model_dtype', 'bfloat16', 'model.dtype'),
+    (A + 'rollout.n', 16, 'rollout.n'),
+    (A + 'rollout.name', 'vllm_omni', 'rollout.engine'),   # omni_trainer.yaml's default
+    (A + 'rollout.tensor_model_parallel_size', 2, 'rollout.tensor_parallel_size'),
+    (A + 'rollout.gpu_memory_utilization', 0.8, 'rollout.vllm.gpu_memory_utilization'),
+    (A + 'rollout.max_num_seqs', 1024, 'rollout.vllm.max_num_seqs'),   # not set: verl's default
+    (A + 'rollout.cudagraph_capture_sizes', [], 'rollout.vllm.cudagraph_capture_sizes'),   # not set: vLLM's own list
+    ('trainer.logger', ['console', 'wandb'], 'logging.loggers'),
+    ('trainer.n_gpus_per_node', 4, 'hardware.gpus_per_node'),
+    ('trainer.nnodes', 1, 'hardware.nnodes'),
+    ('trainer.save_freq', 50, 'trainer.save_freq'),
+    ('trainer.test_freq', 10, 'trainer.test_freq'),
+    ('trainer.total_epochs', 10, 'trainer.total_epochs'),
+    (None, 'gpu', 'hardware.device'),
+    (None, 0, 'trainer.max_steps'))   # CUDA devices; the length is total_epochs
+MMK12_GPU = GSM8K_GPU | script(   # run_qwen3_omni_thinker_gspo_lora_mmk12_v1.sh
+    ('data.max_prompt_length', 4096, 'data.max_prompt_length'),
+    ('data.max_response_length', 12288, 'rollout.response_length'),
+    (A + 'actor.ppo_max_token_len_per_gpu', 30720, 'actor.ppo_max_token_len_per_gpu'))
+AVQA_GPU = MMK12_GPU | script(   # run_qwen3_omni_thinker_gspo_lora_avqa_v1.sh
+    (A + 'actor.ppo_max_token_len_per_gpu', 20480, 'actor.ppo_max_token_len_per_gpu'),
+    (A + 'rollout.gpu_memory_utilization', 0.7, 'rollout.vllm.gpu_memory_utilization'),
+    (A + 'rollout.engine_kwargs.vllm_omni.max_num_seqs', 256, 'rollout.vllm.max_num_seqs'),
+    (A + 'rollout.cudagraph_capture_sizes', [1, 2, 4, 8, 16, 32, 64, 128, 256], 'rollout.vllm.cudagraph_capture_sizes'))
+FULL = ('model.lora_alpha', 'model.target_modules')   # LoRA-only keys
+AVQA_NPU = {k: v for k, v in AVQA_GPU.items() if k not in FULL} | script(   # run_qwen3_omni_thinker_gspo_npu_avqa_v1.sh
+    (A + 'model.lora_rank', 0, 'model.lora_rank'),
+    (A + 'actor.optim.lr', 1e-6, 'actor.optim.lr'),
+    (A + 'actor.optim.weight_decay', 0.1, 'actor.optim.weight_decay'),
+    (A + 'actor.entropy_from_logits_chunk_size', 2048, 'actor.logits_chunk_tokens'),
+    (A + 'actor.fsdp_config.param_offload', True, 'actor.fsdp_cpu_offload'),
+    (A + 'actor.fsdp_config.use_torch_compile', False, 'actor.compile'),
+    (A + 'model.override_config.attn_implementation', 'sdpa', 'model.attn_implementation'),
+    (A + 'rollout.gpu_memory_utilization', 0.6, 'rollout.vllm.gpu_memory_utilization'),
+    (A + 'rollout.max_num_seqs', 128, 'rollout.vllm.max_num_seqs'),
+    (A + 'rollout.cudagraph_capture_sizes', [], 'rollout.vllm.cudagraph_capture_sizes'),
+    ('trainer.logger', ['console', 'tensorboard'], 'logging.loggers'),
+    ('trainer.n_gpus_per_node', 16, 'hardware.gpus_per_node'),
+    (None, 'npu', 'hardware.device'),
+    (None, 42, 'trainer.seed'))   # ASCEND devices; data.seed=42
+MMK12_OPD = MMK12_GPU | script(   # run_qwen3_omni_thinker_gspo_lora_mmk12_v1_opd.sh (PR #375)
+    (A + 'rollout.cudagraph_capture_sizes', [1, 2, 4, 16, 64, 128, 512, 1024, 2048, 3072, 4096],
+     'rollout.vllm.cudagraph_capture_sizes'),
+    ('trainer.logger', ['console', 'tensorboard'], 'logging.loggers'),
+    ('trainer.n_gpus_per_node', 8, 'hardware.gpus_per_node'))
+UPSTREAM = {('gpu-lora', 'gsm8k'): GSM8K_GPU, ('gpu-lora', 'mmk12'): MMK12_GPU, ('gpu-lora', 'avqa'): AVQA_GPU,
+            ('npu-full', 'avqa'): AVQA_NPU, ('opd-lora', 'mmk12'): MMK12_OPD}
+
+
+def ours(key, value): return DERIVED.get((key, value if not isinstance(value, list) else None), value)
+
+def cli(*args, cwd=None): return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+
+def printed(out:str)->dict:
+    "`omni-gspo config`'s `key = value` lines as a dict."
+    return {k: ast.literal_eval(v) for k, _, v in (l.partition(' = ') for l in out.splitlines())}
+
+
+def test_every_preset_has_its_script():
+    assert set(UPSTREAM) == set(PRESETS)
+
+
+@pytest.mark.parametrize('preset,recipe', list(UPSTREAM))
+def test_preset_equals_its_upstream_script(preset, recipe, thinker):
+    r = cli('config', f'recipe={recipe}', f'preset={preset}', f'model.path={thinker}')
+    assert r.returncode == 0, r.stderr
+    shown, built = printed(r.stdout), preset_config(recipe, preset, {'model.path': thinker})
+    for key, (verl, value) in UPSTREAM[preset, recipe].items():
+        assert shown[key] == get_key(built, key) == ours(key, value), (key, verl, value, shown[key])
+        if verl and verl.removeprefix(A) != key: assert key in verl_equivalent(verl), (verl, key)
+    assert shown['model.freeze_audio_tower'] and shown['actor.fsdp']                    # the towers stay frozen, FSDP2
+    assert missing_features(built)                                         # TP 2 (and NPU vLLM) do not run yet
+
+
+def test_preset_opd_teacher_is_a_second_checkpoint(tmp_path):
+    from thinker import thinker_config
+    for d in ('student', 'teacher'): thinker_config().save_pretrained(tmp_path/d)
+    r = cli('config', 'recipe=mmk12', 'preset=opd-lora', 'model.path=student', 'algorithm.opd_teacher=teacher', cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    shown = printed(r.stdout)
+    assert (shown['model.path'], shown['algorithm.opd_teacher']) == ('student', 'teacher')
+    same = cli('config', 'recipe=mmk12', 'preset=opd-lora', 'model.path=student', cwd=tmp_path)   # TEACHER_MODEL's default
+    assert printed(same.stdout)['algorithm.opd_teacher'] == 'student', same.stderr
+
+
+def test_user_overrides_beat_the_preset(thinker):
+    r = cli('config', 'recipe=avqa', 'preset=gpu-lora', 'actor.optim.lr=1e-5', 'rollout.tensor_parallel_size=1',
+            f'model.path={thinker}', 'trainer.max_steps=3')
+    shown = printed(r.stdout)
+    assert (shown['actor.optim.lr'], shown['rollout.tensor_parallel_size'], shown['rollout.n']) == (1e-5, 1, 16)
+    assert (shown['trainer.max_steps'], shown['trainer.total_epochs']) == (3, 1)   # the preset's epochs: inert, left out
+    assert missing_features(preset_config('avqa', 'gpu-lora', [f'model.path={thinker}', 'rollout.tensor_parallel_size=1'])) == []
+
+
+@pytest.mark.parametrize('args,msg', [
+    (('recipe=gsm8k', 'preset=npu-full'), "no preset 'npu-full' for recipe 'gsm8k'; presets for 'gsm8k': gpu-lora; "
+                                          "all presets: gpu-lora (gsm8k, mmk12, avqa); npu-full (avqa); "
+                                          "opd-lora (mmk12)"),
+    (('recipe=avqa', 'preset=gpu-full'), "no preset 'gpu-full' for recipe 'avqa'; "
+                                         "presets for 'avqa': gpu-lora, npu-full"),
+])
+def test_unknown_preset_is_one_clear_line(args, msg):
+    r = cli('config', *args)
+    assert r.returncode == 2 and r.stderr.count('\n') == 1 and msg in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize('verl,key', [('rollout.name=vllm', 'rollout.engine'),
+                                      ('policy_loss.loss_mode=gspo', 'algorithm.policy_loss'),
+                                      ('trainer.logger=console', 'logging.loggers'),
+                                      ('trainer.project_name=gspo', 'trainer.output_dir'),
+                                      ('trainer.val_before_train=false', 'trainer.test_freq'),
+                                      (A + 'rollout.tensor_model_parallel_size=2', 'rollout.tensor_parallel_size'),
+                                      (A + 'rollout.gpu_memory_utilization=0.7', 'rollout.vllm.gpu_memory_utilization'),
+                                      (A + 'actor.optim.lr=3e-6', "'actor.optim.lr'")])
+def test_verl_key_names_ours(verl, key):
+    r = cli('config', verl)
+    assert r.returncode == 2 and r.stderr.count('\n') == 1 and key in r.stderr, r.stderr
+
+
+def test_train_refuses_tensor_parallel_rollout(tmp_path, thinker):
+    "The presets' TP=2 is refused by `train` with one line, before anything loads; `config` printed it above."
+    r = cli('train', 'recipe=gsm8k', 'preset=gpu-lora', 'hardware.device=cpu', f'model.path={thinker}', cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.count('\n') == 1, r.stderr
+    assert 'not supported yet: rollout.tensor_parallel_size=2: tensor-parallel rollout engines' in r.stderr
+    assert not (tmp_path/'runs').exists()
+
+
+GPU_ONLY = ('rollout.vllm.cuda_graphs', 'rollout.vllm.gpu_memory_utilization')   # left out on a CPU (inert there)
+
+@pytest.mark.parametrize('preset,recipe', list(UPSTREAM))
+def test_notebook_config_takes_the_preset(preset, recipe, thinker):
+    "What a recipe notebook's `-p preset …` resolves to (its device set to this machine's, as `-p hardware cpu`)."
+    c = notebook_config(recipe, 'cpu', thinker, preset=preset)
+    for key, (_, value) in UPSTREAM[preset, recipe].items():
+        if key not in GPU_ONLY: assert get_key(c, key) == ('cpu' if key == 'hardware.device' else ours(key, value)), key
+
+
+@pytest.mark.parametrize('notebook,preset', [('train_avqa', 'gpu-lora'), ('train_gsm8k', 'gpu-lora'),
+                                             ('train_mmk12_opd', 'opd-lora')])
+def test_notebook_parameter_preset_reaches_the_config(tmp_path, notebook, preset, thinker):
+    "`papermill nbs/train_….ipynb out.ipynb -p preset …` on a CPU machine: the preset's GPU stops the config cell."
+    import torch
+    if torch.cuda.is_available(): pytest.skip('this machine has a CUDA device')
+    papermill = str(Path(sys.executable).with_name('papermill'))
+    r = subprocess.run([papermill, str(ROOT/'nbs'/f'{notebook}.ipynb'), 'out.ipynb', '-p', 'preset', preset,
+                        '-p', 'model_path' if notebook != 'train_mmk12_opd' else 'teacher_path', thinker],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0
+    last = r.stderr.rstrip().splitlines()[-1]
+    assert last.startswith("PlatformError: hardware.device='gpu' but torch sees no CUDA device"), r.stderr[-2000:]
+    assert not (tmp_path/'runs').exists()
+
+
+def test_readme_preset_commands_resolve(tmp_path):
+    "The README's table: one command per preset, each resolving with `omni-gspo config` as written."
+    import re
+    from thinker import thinker_config
+    thinker_config().save_pretrained(tmp_path/'Qwen3-Omni-30B-A3B-Instruct')
+    cmds = re.findall(r'`omni-gspo train (recipe=\S+ preset=[^`]+)`', (ROOT/'README.md').read_text())
+    assert sorted(re.search(r'preset=(\S+)', c)[1] + ' ' + re.search(r'recipe=(\S+)', c)[1] for c in cmds) == \
+           sorted(f'{p} {r}' for p, r in PRESETS)
+    for c in cmds:
+        r = cli('config', *c.split(), cwd=tmp_path)
+        assert r.returncode == 0, (c, r.stderr)
