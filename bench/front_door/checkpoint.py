@@ -1,5 +1,5 @@
 """Write a checkpoint folder of the Qwen3-Omni-30B-A3B thinker at its real widths with random bf16 weights, the project's
-offline Qwen tokenizer and the processor files, for `omni-gspo train model.path=...` on a GPU machine.
+offline Qwen tokenizer, for `omni-gspo train model.path=...` on a GPU machine.
 
     python3 bench/front_door/checkpoint.py --layers 8 --out /dev/shm/thinker8
 
@@ -22,7 +22,7 @@ def main():
     ap.add_argument('--out', required=True, help='checkpoint folder to write (replaced when it exists)')
     a = ap.parse_args()
     from transformers import Qwen3OmniMoeThinkerForConditionalGeneration
-    from omni_gspo.tokenizer import qwen_tokenizer, omni_processor
+    from omni_gspo.tokenizer import qwen_tokenizer
     t = time.perf_counter()
     torch.set_default_dtype(torch.bfloat16)
     try:
@@ -33,7 +33,7 @@ def main():
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp, max_shard_size='5GB')
     tok = qwen_tokenizer()
-    tok.save_pretrained(tmp); omni_processor(tok).save_pretrained(tmp)
+    tok.save_pretrained(tmp)   # the processor is built around it in code (`ThinkerAdapter.processor`)
     shutil.rmtree(out, ignore_errors=True); tmp.rename(out)
     n = sum(p.numel() for p in model.parameters())
     print(json.dumps({'path': str(out), 'layers': a.layers, 'parameters': n, 'gib': round(2 * n / 2**30, 2),

@@ -10,10 +10,11 @@ export PYTHONPATH=/tmp/site:$PWD:$PYTHONPATH OMNI_GSPO_CACHE=/tmp/og_cache TOKEN
 LAYERS=${LAYERS:-8}; CKPT=/dev/shm/thinker$LAYERS; RUN=/tmp/fd_run
 # The preset (4 x 80 GB) scaled to one GPU: 32 prompts x 16 samples x 512 tokens, TP 1; a reward with spread on random weights
 SCALE=(hardware.gpus_per_node=1 rollout.tensor_parallel_size=1 data.train_batch_size=32 actor.ppo_mini_batch_size=32
-       rollout.n=16 rollout.response_length=512 reward.custom_function=ascii_fraction trainer.test_freq=0)
+       rollout.n=16 rollout.response_length=512 reward.custom_function=ascii_fraction trainer.test_freq=0 logging.loggers=console)
 ARGS=(recipe=avqa preset=gpu-lora model.path=$CKPT "${SCALE[@]}" logging.progress_bar=false)
 case $leg in
-setup)
+setup)   # carrying .whl and .gpu/tok (the offline Qwen tokenizer, built where the package index is reachable)
+  mkdir -p $OMNI_GSPO_CACHE && cp -r .gpu/tok/* $OMNI_GSPO_CACHE/
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>&1 | grep -v "Target directory" || true
   mkdir -p /tmp/bin; printf '#!/bin/sh\nexec python3 -c "import sys; from omni_gspo.launch import main; sys.exit(main())" "$@"\n' > /tmp/bin/omni-gspo
   chmod +x /tmp/bin/omni-gspo
@@ -28,6 +29,7 @@ resume)
 notebook)
   ov=$(printf '"%s": %s, ' data.train_batch_size 32 actor.ppo_mini_batch_size 32 rollout.n 16 rollout.response_length 512 \
        hardware.gpus_per_node 1 rollout.tensor_parallel_size 1 trainer.test_freq 0 logging.progress_bar false)
+  ov="$ov \"logging.loggers\": [console], "
   python3 -m papermill nbs/train_avqa.ipynb "$OUT/train_avqa_gpu.ipynb" -p hardware gpu -p preset gpu-lora -p model_path $CKPT \
     -p max_steps 2 -y "overrides: {${ov} \"reward.custom_function\": ascii_fraction, \"trainer.output_dir\": /tmp/fd_nb}" 2>&1 | tail -20 ;;
 esac
