@@ -15,7 +15,7 @@ from .viz import CURVES, metrics_figure, read_metrics, write_metrics_html
 __all__ = ['CONSOLE_KEYS', 'WANDB_DEFAULT_URL', 'WANDB_UPSTREAM', 'WANDB_KEYS', 'PACKAGES', 'JsonlLogger', 'ConsoleLogger',
            'TensorBoardLogger', 'wandb_base_url', 'netrc_path', 'wandb_login', 'wandb_mode', 'wandb_init_kwargs',
            'wandb_options', 'WandbLogger', 'wandb_history', 'dashboard_keys', 'in_notebook', 'DashboardLogger',
-           'Loggers', 'make_loggers']
+           'Loggers', 'check_logger_packages', 'make_loggers']
 
 # %% ../nbs/08a_loggers.ipynb #af1b4c39
 class JsonlLogger:
@@ -200,6 +200,14 @@ class Loggers:
     def __enter__(self): return self
     def __exit__(self, *exc): self.close()
 
+def check_logger_packages(names:list[str], # `logging.loggers`
+                          packages:dict=PACKAGES, # logger -> the package it needs
+                         ):
+    "Raise `ConfigError` for a logger whose package this machine lacks: a fact of the machine that runs, not of the config."
+    if missing := [n for n in names if n in packages and importlib.util.find_spec(packages[n]) is None]:
+        raise ConfigError(f"logging.loggers has {missing[0]!r} but the {packages[missing[0]]!r} package is not installed "
+                          "(pip install 'omni_gspo[loggers]')")
+
 def make_loggers(names:list[str], # `logging.loggers`: any of 'console', 'tensorboard', 'wandb' ('jsonl' is always on)
                  run_dir:Path, # the run folder
                  config:dict, # the resolved config as a plain dict
@@ -208,8 +216,7 @@ def make_loggers(names:list[str], # `logging.loggers`: any of 'console', 'tensor
                  wandb:dict|None=None, # project, entity, name, tags for wandb (`wandb_options`)
                 )->Loggers:
     "The loggers a run asked for; on ranks other than 0, none."
-    missing = [n for n in names if n in PACKAGES and importlib.util.find_spec(PACKAGES[n]) is None]   # the packages of the machine that runs: not a config fact (a config may be built on another machine)
-    if missing: raise ConfigError(f"logging.loggers has {missing[0]!r} but the {PACKAGES[missing[0]]!r} package is not installed (pip install 'omni_gspo[loggers]')")
+    check_logger_packages(names)
     if dist_env().rank != 0: return Loggers([])
     run_dir = Path(run_dir); run_dir.mkdir(parents=True, exist_ok=True)
     make = {'console': lambda: ConsoleLogger(write), 'tensorboard': lambda: TensorBoardLogger(run_dir, config),

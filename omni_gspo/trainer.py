@@ -20,7 +20,7 @@ from .actor import merge_metrics, micro_merge
 from .workers import list_checkpoints
 from .placement import make_workers
 from .records import data_file_path, drop_rollout_records
-from .loggers import make_loggers, wandb_options
+from .loggers import check_logger_packages, make_loggers, wandb_options
 
 # %% auto #0
 __all__ = ['RANK_SUMS', 'RESUME_COMMAND_KEYS', 'RESUME_SAFE_KEYS', 'check_driver', 'trim_metrics', 'split_rows', 'validate',
@@ -185,6 +185,7 @@ def train(cfg:Config, log=print)->RunResult:
     check_config(cfg); check_driver()
     if missing := missing_features(cfg): raise ConfigError('not supported yet: ' + '; '.join(missing))
     check_memory(cfg, log, check_config)   # 08b_plan: a config that cannot fit stops here, before anything loads
+    check_logger_packages(cfg.logging.loggers)   # before minutes of loading, not after
     tc, lc = cfg.trainer, cfg.logging
     workers = make_workers(cfg)
     loggers = bar = None
