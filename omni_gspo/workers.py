@@ -282,13 +282,14 @@ def step(self:ColocatedWorker, step:int, rows:list[int], # this rank's rows of t
     engine_m |= rollout.update_weights(actor.model, step)
     t5 = time.perf_counter()
     lens = ro.response_mask.sum(1).float().cpu()
-    ntok = float(lens.sum())
+    ntok, ptok = float(lens.sum()), float(ro.prompt_mask.sum())
     m = {'reward/frac_zero_std': frac_zero, **rmetrics,   # reward mean and std: from all ranks' rewards, by the driver
          'response_length/mean': lens.mean().item(), 'response_length/max': lens.max().item(),
          'response_length/clip_ratio': sum(r == 'length' for r in ro.finish_reasons) / len(ro.finish_reasons),
          **par, **rollout_correction_metrics(ro.logprobs, old, ro.response_mask), **upd, **engine_m, **mem,
          'timing_s/gen': t1 - t0, 'timing_s/reward': t2 - t1s, 'timing_s/old_log_prob': t3 - t2, 'timing_s/update': t4 - t3,
-         'timing_s/step': t5 - t0, 'perf/tokens_per_s': ntok / (t5 - t0), 'perf/gen_tokens_per_s': ntok / (t1 - t0)}
+         'timing_s/step': t5 - t0, 'perf/tokens_per_s': ntok / (t5 - t0), 'perf/gen_tokens_per_s': ntok / (t1 - t0),
+         'perf/e2e_tokens_per_s_per_device': (ptok + ntok) / (t5 - t0)}
     if records_to is not None and cfg.logging.rollout_groups:
         write_rollout_records(records_to, step, rollout_records(step, batch, ro, self.tok, texts, rewards, details, adv, old, data_file,
                                                                 cfg.logging.rollout_groups, cfg.trainer.seed))
