@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The AVQA GPU-LoRA preset through the front door on one H200, in legs of at most 10 minutes (see README.md).
 #   bash bench/front_door/run.sh setup|train|resume|notebook      (on the GPU machine, from the repo root; results in $OUT)
-# setup needs the carried wheels (.whl/) and vLLM 0.26.0 installed before (/tmp/vllm/env.sh, ../shared/gpu in the
-# project's steering notes); each leg after it needs the machine still warm (/tmp and /dev/shm kept).
+# setup needs the carried wheels (.whl/: fastcore, papermill, soundfile, ... the image lacks) and vLLM 0.26.0 installed
+# before, its environment in /tmp/vllm/env.sh; each leg after it needs the machine still warm (/tmp and /dev/shm kept).
 set -euo pipefail
 leg=${1:?leg}; OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source /tmp/vllm/env.sh
