@@ -173,7 +173,8 @@ def test_train_refuses_tensor_parallel_rollout(tmp_path, thinker):
     assert not (tmp_path/'runs').exists()
 
 
-GPU_ONLY = ('rollout.vllm.cuda_graphs', 'rollout.vllm.gpu_memory_utilization')   # left out on a CPU (inert there)
+GPU_ONLY = ('rollout.vllm.cuda_graphs', 'rollout.vllm.gpu_memory_utilization',   # left out on a CPU (inert there)
+            'rollout.vllm.cudagraph_capture_sizes')
 
 @pytest.mark.parametrize('preset,recipe', list(UPSTREAM))
 def test_notebook_config_takes_the_preset(preset, recipe, thinker):
