@@ -32,16 +32,16 @@ def zero_std_groups(rewards:torch.Tensor, # [N] one scalar reward per response
 def group_advantages(rewards:torch.Tensor, # [N] one scalar reward per response
                      group_ids:torch.Tensor, # [N] integer id of each response's prompt
                      norm_by_std:bool=True, # GRPO (True) or Dr.GRPO (False)
-                     eps:float=1e-6)->tuple[torch.Tensor, float]:
-    "Per-response advantages and the fraction of groups (of size > 1) whose rewards all tie."
+                     eps:float=1e-6, # keeps a tied group's division finite
+                    )->torch.Tensor:
+    "Per-response advantages [N]: each reward against its group's mean (and standard deviation)."
     rewards = rewards.double()
     adv = torch.empty_like(rewards)
     for idx in _groups(group_ids):
         r = rewards[idx]
         mu, sd = (r.mean(), r.std()) if len(idx) > 1 else (torch.zeros(()), torch.ones(()))
         adv[idx] = (r - mu) / (sd + eps) if norm_by_std else r - mu
-    _, c = zero_std_groups(rewards, group_ids)
-    return adv.float(), c['zero_std_groups'] / max(c['multi_response_groups'], 1)
+    return adv.float()
 
 # %% ../nbs/05_algos.ipynb #984bb44c
 LOSS_AGG_MODES = ('token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum')

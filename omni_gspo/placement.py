@@ -7,7 +7,7 @@ from __future__ import annotations
 import os, socket
 from .config import ConfigError
 from .platform import ray_bundle
-from .workers import ColocatedWorker
+from .step import ColocatedWorker
 
 # %% auto #0
 __all__ = ['RAY_PLACEMENT_TIMEOUT_S', 'FORWARDED_ENV', 'WorkerGroup', 'InProcessWorkers', 'RayWorkers', 'make_workers']

@@ -208,6 +208,7 @@ def part_means(data_sources:list[str], details:list[dict])->dict:
 def score_batch(data_sources:list[str], responses:list[str], ground_truths:list[str],
                 extra_infos:list[dict|None], # per sample, passed to the reward (e.g. MMK12 options)
                 rcfg, # the `reward` config section (`RewardConfig`)
+                with_part_means:bool=True, # add `part_means`; False for a piece of a batch, whose caller adds them once
                )->tuple[list[float], list[dict], dict]:
     "Scores, reward dicts and metrics of a batch; a reward that raises or times out scores 0 and is counted."
     format_score, custom, timeout_s = rcfg.format_score, rcfg.custom_function, rcfg.timeout_s
@@ -225,7 +226,8 @@ def score_batch(data_sources:list[str], responses:list[str], ground_truths:list[
     results = _pool().map(tasks, timeout_s)
     details = [d if err is None else {'score': 0.0, 'error': err} for d, err, _ in results]
     metrics = {'reward/errors': sum(err is not None for _, err, _ in results),
-               'reward/timeouts': sum(to for _, _, to in results), **part_means(data_sources, details)}
+               'reward/timeouts': sum(to for _, _, to in results)}
+    if with_part_means: metrics |= part_means(data_sources, details)
     return [d['score'] for d in details], details, metrics
 
 # %% ../nbs/04_rewards.ipynb #d0156ae1

@@ -5,6 +5,7 @@
 # %% ../nbs/06_rollout.ipynb #a4505a91
 from __future__ import annotations
 from dataclasses import dataclass, field
+from functools import cached_property
 import torch
 import importlib
 from typing import Protocol, runtime_checkable
@@ -41,14 +42,18 @@ class Rollout:
     group_ids: torch.Tensor      # [N] which prompt of the batch each sample answers
     mm: list[dict] = field(default_factory=list)  # per sample: its prompt's image/audio features ({} for text)
 
-    @property
-    def input_ids(self): return torch.cat([self.prompt_ids, self.response_ids], 1)
-    @property
-    def attention_mask(self): return torch.cat([self.prompt_mask, self.response_mask], 1)
-    def mm_inputs(self, rows=None)->dict:
-        "Collated image/audio features of the samples `rows` (all by default), on the rollout's device."
-        rows = range(len(self.finish_reasons)) if rows is None else rows
-        return {k: v.to(self.prompt_ids.device) for k, v in collate_mm([self.mm[i] for i in rows]).items()} if self.mm else {}
+    @cached_property   # built once: every micro-batch of the old, reference, teacher and update passes slices it
+    def input_ids(self)->torch.Tensor: return torch.cat([self.prompt_ids, self.response_ids], 1)   # [N, P + R]
+    @cached_property
+    def attention_mask(self)->torch.Tensor: return torch.cat([self.prompt_mask, self.response_mask], 1)   # [N, P + R]
+    def mm_inputs(self, rows:list[int]|None=None, # the samples (all by default)
+                 )->dict:
+        "Collated image/audio features of the samples `rows`, on the rollout's device (each set of rows collated once)."
+        if not self.mm: return {}
+        rows = tuple(range(len(self.finish_reasons)) if rows is None else rows)
+        cache = self.__dict__.setdefault('_collated', {})   # as collated, where the features are: one copy each
+        if rows not in cache: cache[rows] = collate_mm([self.mm[i] for i in rows])
+        return {k: v.to(self.prompt_ids.device) for k, v in cache[rows].items()}
 
 # %% ../nbs/06_rollout.ipynb #d8c4daf0
 class SampledLogprobs(LogitsProcessor):

@@ -17,7 +17,7 @@ from .plan import check_memory
 from .presets import missing_features
 from .rewards import val_metrics
 from .actor import merge_metrics, micro_merge
-from .workers import list_checkpoints
+from .checkpoint import list_checkpoints
 from .placement import make_workers
 from .records import data_file_path, drop_rollout_records
 from .loggers import check_logger_packages, make_loggers, wandb_options

@@ -21,7 +21,7 @@ __all__ = ['MEDIA_PADS', 'THINKER_ARCH', 'EXPERT_KEY', 'RELOAD_CHATTER', 'MROPE_
            'dedup_pads', 'prompt_media', 'build_request', 'export_for_vllm', 'tiny_causal_lm_config',
            'write_cpu_moe_experts', 'load_weights_on_worker', 'ReloadMessages', 'quiet_reload', 'unsynced',
            'SyncReport', 'probe_image', 'mrope_agrees', 'shift_offsets', 'fix_mrope_on_worker', 'VLLMEngine',
-           'vllm_settings', 'sync_ok', 'omni_deploy_config', 'write_deploy_config', 'omni_engine_args',
+           'vllm_settings', 'omni_deploy_config', 'write_deploy_config', 'omni_engine_args',
            'load_shared_weights_on_worker', 'VLLMOmniEngine']
 
 # %% ../nbs/06a_vllm.ipynb #02106c37
@@ -430,12 +430,6 @@ def vllm_settings(vcfg, # the `rollout.vllm` config section
     if vcfg.max_num_batched_tokens: kw['max_num_batched_tokens'] = vcfg.max_num_batched_tokens
     if sizes := sorted(vcfg.cudagraph_capture_sizes): kw['compilation_config'] = {'cudagraph_capture_sizes': sizes}
     return kw
-
-# %% ../nbs/06a_vllm.ipynb #1bd57d0d
-def sync_ok(parity:dict, # from `omni_gspo.rollout.rollout_parity`
-            min_pearson:float=0.99)->bool:
-    "Whether the rollout log-probs agree with the actor's well enough to trust the engine's weights."
-    return parity['training/rollout_actor_probs_pearson_corr'] >= min_pearson
 
 # %% ../nbs/06a_vllm.ipynb #904ceca9
 OMNI_PIPELINE = 'qwen3_omni_moe'   # vLLM-Omni 0.26's registry key; with enable_audio_output=False it resolves to the thinker-only pipeline

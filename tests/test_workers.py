@@ -2,7 +2,7 @@
 and together give the loss and gradient norm of one process updating on the whole batch.
 
 The batch is one fixed rollout of the tiny thinker (4 prompts × 4 responses of different lengths, random rewards),
-made once in this process. Each rank takes one prompt of each of the 2 mini-batches (the trainer's `split_rows`) and runs `ActorWorker.update` through FSDP2 (`actor.fsdp=true`);
+made once in this process. Each rank takes one prompt of each of the 2 mini-batches (the trainer's `split_rows`) and runs the `ActorWorker`'s update (`learner.update`) through FSDP2 (`actor.fsdp=true`);
 the single process runs the same update unsharded. Two mini-batches (so the second one sees weights the first moved)
 and a small token budget, which splits the ranks' mini-batches into different numbers of micro-batches (the ranks must
 still run their forwards together). Tolerance: 1e-5 relative and absolute in fp32 (only the order of summation
@@ -55,7 +55,7 @@ def rows_of(ro:Rollout, rows:list[int])->Rollout:
 
 
 def update(aw, ro, adv):
-    return aw.update(ro, adv, aw.logprobs(ro), N)
+    return aw.learner.update(ro, adv, aw.learner.logprobs(ro), N)
 
 
 def _rank(rank, folder):
@@ -66,10 +66,10 @@ def _rank(rank, folder):
     assert dist.get_world_size() == WORLD
     rows = [p * N + j for p in range(rank, PROMPTS, WORLD) for j in range(N)]   # its half of each mini-batch (`split_rows`)
     sub = rows_of(batch['ro'], rows)
-    micro = len(aw.actor._micro(sub, torch.arange(len(rows)))[0])
+    micro = len(aw.learner._micro(sub, torch.arange(len(rows)))[0])
     m = update(aw, sub, batch['adv'][rows])
     res = [None] * WORLD
-    dist.all_gather_object(res, (m, micro, aw.actor._micro(sub, torch.arange(len(rows)))[1]))
+    dist.all_gather_object(res, (m, micro, aw.learner._micro(sub, torch.arange(len(rows)))[1]))
     if rank == 0: torch.save(res, f'{folder}/ranks.pt')
     aw.close()
     # The results are saved and the group is closed. About 1 exit in 20 then aborts inside interpreter teardown
@@ -86,7 +86,7 @@ def test_two_ranks_give_one_process_loss_and_grad_norm(tmp_path):
     aw = actor_worker(c)
     tok = aw.tok
     ro = HFEngine(aw.model, tok, c.rollout, aw.adapter.banned_token_ids(aw.model)).generate(ps, n=N, seed=3)
-    adv, _ = group_advantages(torch.rand(PROMPTS * N, generator=torch.Generator().manual_seed(1)).round(), ro.group_ids, True)
+    adv = group_advantages(torch.rand(PROMPTS * N, generator=torch.Generator().manual_seed(1)).round(), ro.group_ids, True)
     torch.save({'ro': ro, 'adv': adv, 'budget': budget}, tmp_path/'batch.pt')
     import socket
     with socket.socket() as s: s.bind(('127.0.0.1', 0)); (tmp_path/'port').write_text(str(s.getsockname()[1]))

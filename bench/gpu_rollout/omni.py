@@ -75,9 +75,9 @@ def rollout_round(rollout, actor, batch:dict, n:int, seed:int)->dict:
     from omni_gspo.rollout import rollout_parity
     ps = [p for v in batch.values() for p in v]
     sync(); t = time.perf_counter()
-    ro = rollout.generate(ps, n=n, seed=seed)
+    ro = rollout.engine.generate(ps, n=n, seed=seed)
     sync(); gen_s = time.perf_counter() - t
-    old = actor.logprobs(ro)
+    old = actor.learner.logprobs(ro)
     tokens = int(ro.response_mask.sum())
     out, start = {'generate_s': round(gen_s, 2), 'samples': len(ro.finish_reasons), 'generated_tokens': tokens,
                   'gen_tokens_per_s': round(tokens / gen_s, 1), 'finish_reasons': sorted(set(ro.finish_reasons))}, 0

@@ -129,18 +129,18 @@ def rollout_worker(a, model, dev):
                                         'gpu_memory_utilization': over.get('rollout.vllm.gpu_memory_utilization')}
 
 def gspo_step(actor, worker, prompt, a, dev)->dict:
-    "One GSPO step as `ColocatedWorker.step` orders it: sample, release the engine, reward and group advantages, old log-probs, update, weight sync; seconds of each part."
+    "One GSPO step as `omni_gspo.step.gspo_step` orders it: sample, release the engine, reward and group advantages, old log-probs, update, weight sync; seconds of each part."
     from omni_gspo.algos import group_advantages
     from omni_gspo.config import build_config
     from omni_gspo.rewards import score_batch
     from omni_gspo.rollout import rollout_parity
     from omni_gspo.tasks.gsm8k import GSM8K_SOURCE
-    ro, generate_s = clock(lambda: worker.generate([prompt], n=a.rows), dev)
+    ro, generate_s = clock(lambda: worker.engine.generate([prompt], n=a.rows), dev)
     _, release_s = clock(worker.release, dev)
     texts = worker.engine.tok.batch_decode([r[m.bool()] for r, m in zip(ro.response_ids.cpu(), ro.response_mask.cpu())])
     n = len(texts)   # the gsm8k reward, timed as the trainer runs it (its process pool); random weights score 0 everywhere,
     _, reward_s = clock(lambda: score_batch([GSM8K_SOURCE] * n, texts, ['72'] * n, [None] * n, build_config('gsm8k').reward), dev)
-    adv, _ = group_advantages(torch.rand(n), ro.group_ids.cpu())   # so the update gets random rewards' advantages instead
+    adv = group_advantages(torch.rand(n), ro.group_ids.cpu())   # so the update gets random rewards' advantages instead
     it = iteration(actor, ro, adv.float().to(dev), dev)
     m, sync_s = clock(lambda: worker.update_weights(actor.model), dev)
     parity = rollout_parity(ro.logprobs, it.pop('old_logp'), ro.response_mask)['training/rollout_actor_probs_pearson_corr']

@@ -243,7 +243,7 @@ def main(argv=None):
     ov = overrides(a, ckpt, data, run)
     cfg = build_config("gsm8k", ov)
     rows_per_step = cfg.data.train_batch_size * cfg.rollout.n
-    from omni_gspo.workers import ColocatedWorker
+    from omni_gspo.step import ColocatedWorker
     events, step = StepEvents(), ColocatedWorker.step
     ColocatedWorker.step, profiled = profile_steps(events.wrap(step), a.warmup) if a.profile else (events.wrap(step), None)
     with StepClock(run / "metrics.jsonl") as clock:
