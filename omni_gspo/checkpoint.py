@@ -19,14 +19,15 @@ from .model import full_tensor, lora_modules
 __all__ = ['list_checkpoints', 'rank_shared_dir', 'save_checkpoint', 'load_checkpoint']
 
 # %% ../nbs/07c_checkpoint.ipynb #d3c62122
-def list_checkpoints(out:Path)->list[tuple[int, Path]]:
-    "Complete checkpoints under `out`, oldest first."
+def list_checkpoints(out:Path, # a run folder
+                    )->list[tuple[int, Path]]:
+    "Complete checkpoints under `out` as (step, folder), oldest first."
     cks = [(int(p.name.split('_')[1]), p) for p in (out/'checkpoints').glob('step_*') if (p/'state.json').exists()]
     return sorted(cks)
 
 @contextmanager
-def rank_shared_dir(dest:Path):
-    "`atomic_dir` for all ranks at once: one temporary folder, written by every rank, renamed onto `dest` by rank 0 at the end."
+def rank_shared_dir(dest:Path): # the folder to write
+    "`atomic_dir` for all ranks at once: one temporary folder, written by every rank, renamed onto `dest` by rank 0."
     if world_size() == 1:
         with atomic_dir(dest) as tmp: yield tmp
         return
@@ -58,7 +59,13 @@ def _dcp(fn, state:dict, path:Path):
         warnings.filterwarnings('ignore', message='torch.distributed is disabled')
         return fn(state, checkpoint_id=path)
 
-def save_checkpoint(out:Path, step:int, model, opt, keep:int=2, sched=None)->Path:
+def save_checkpoint(out:Path, # the run folder: the checkpoint goes to checkpoints/step_{step}
+                    step:int, # the step just finished
+                    model, # the policy (plain, peft-wrapped, sharded or not)
+                    opt, # its optimizer
+                    keep:int=2, # how many of the newest checkpoints to keep
+                    sched=None, # its learning-rate schedule
+                   )->Path:
     "Write `checkpoints/step_{step}` atomically (every rank its shards); keep the newest `keep` checkpoints."
     dest = out/'checkpoints'/f'step_{step}'
     with rank_shared_dir(dest) as tmp:
@@ -69,21 +76,29 @@ def save_checkpoint(out:Path, step:int, model, opt, keep:int=2, sched=None)->Pat
             if rank() == 0: model.save_pretrained(tmp, state_dict=adapter)
         torch.save({'torch_rng': torch.get_rng_state(), 'python_rng': random.getstate(),
                     'scheduler': sched.state_dict() if sched else None}, tmp/f'train_state_rank{rank()}.pt')
-        if rank() == 0: (tmp/'state.json').write_text(json.dumps({'step': step, 'ranks': world_size(), 'trainable_tensors': len(state['model'])}))
+        info = {'step': step, 'ranks': world_size(), 'trainable_tensors': len(state['model'])}
+        if rank() == 0: (tmp/'state.json').write_text(json.dumps(info))
     if rank() == 0:
         for _, old in list_checkpoints(out)[:-keep]: shutil.rmtree(old)
     return dest
 
-def load_checkpoint(path:Path, model, opt, sched=None)->int:
-    "Restore the trained tensors, the optimizer's state, the schedule's position and this rank's RNG state; return the step."
+# %% ../nbs/07c_checkpoint.ipynb #c0c1ec05
+def load_checkpoint(path:Path, # a checkpoint folder (`list_checkpoints`)
+                    model, # the policy, built as the run that saved it built it
+                    opt, # its optimizer, as this run configured it
+                    sched=None, # its learning-rate schedule
+                   )->int:
+    "Restore the trained tensors, the optimizer's state, the schedule's position and this rank's RNG; the step."
     info = json.loads((path/'state.json').read_text())
-    if info.get('ranks', 1) != world_size():   # the checkpoint's ranks against the launched group: known only when resuming
-        raise ConfigError(f"checkpoint {path} was written by {info.get('ranks', 1)} ranks, this run has {world_size()}; resume with the same hardware.nnodes × gpus_per_node")
+    if (ranks := info.get('ranks', 1)) != world_size():   # against the launched group: known only when resuming
+        raise ConfigError(f"checkpoint {path} was written by {ranks} ranks, this run has {world_size()}; "
+                          "resume with the same hardware.nnodes × gpus_per_node")
     state = _training_state(model, opt)
     saved = dcp.FileSystemReader(path).read_metadata().state_dict_metadata
     missing = [k for k in state['model'] if f'model.{k}' not in saved]
-    if missing: raise ValueError(f"checkpoint {path} lacks {len(missing)} tensors this model trains, e.g. {missing[0]!r} "
-                                 "(written by a run with another model.lora_rank or target_modules?)")
+    if missing:
+        raise ValueError(f"checkpoint {path} lacks {len(missing)} tensors this model trains, e.g. {missing[0]!r} "
+                         "(written by a run with another model.lora_rank or target_modules?)")
     hyper = [{k: v for k, v in g.items() if k != 'params'} for g in opt.param_groups]   # as this run configured them
     base = sched and list(sched.base_lrs)
     _dcp(dcp.load, state, path)

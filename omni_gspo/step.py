@@ -128,7 +128,8 @@ def gspo_step(actor:ActorWorker, # the actor side: `learner` (old log-probs, upd
     reset_allocator_peak(dev)
     t_reward = time.perf_counter()
     texts, rewards, details, reward_m = scorer.results()
-    advantages, keep, frac_zero_std = advantages_and_keep(torch.tensor(rewards), ro.group_ids.cpu(), cfg.algorithm)  # 3.
+    rewards_t = torch.tensor(rewards)                                                  # 3. group advantages
+    advantages, keep, frac_zero_std = advantages_and_keep(rewards_t, ro.group_ids.cpu(), cfg.algorithm)
     keep = None if keep is None else keep.to(ro.response_mask.device)
     t_old = time.perf_counter()
     old_logp = actor.learner.logprobs(ro)                                             # 4. old log-probs
@@ -140,8 +141,9 @@ def gspo_step(actor:ActorWorker, # the actor side: `learner` (old log-probs, upd
            'perf/device_peak_gib': max(gen_used, device_used_gib(dev))}
     engine_m |= rollout.update_weights(actor.model, step)                             # 8. weight sync
     t_end = time.perf_counter()
-    timings = {'timing_s/gen': t_gen - t_start, 'timing_s/reward': t_old - t_reward, 'timing_s/old_log_prob': t_update - t_old,
-               'timing_s/update': t_sync - t_update, 'timing_s/step': t_end - t_start}
+    timings = {'timing_s/gen': t_gen - t_start, 'timing_s/reward': t_old - t_reward,
+               'timing_s/old_log_prob': t_update - t_old, 'timing_s/update': t_sync - t_update,
+               'timing_s/step': t_end - t_start}
     metrics = {'reward/frac_zero_std': frac_zero_std, **reward_m, **response_metrics(ro), **parity,   # 9. metrics
                **rollout_correction_metrics(ro.logprobs, old_logp, ro.response_mask), **update_m, **engine_m, **mem,
                **timings, **throughput_metrics(ro, timings['timing_s/gen'], timings['timing_s/step'])}
@@ -182,7 +184,8 @@ class ColocatedWorker:
                  cwd:str|None=None, # the driver's working folder (relative paths in the config), when it exists here
                 ):
         if world > 1:
-            os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK='0', MASTER_ADDR=master[0], MASTER_PORT=str(master[1]))
+            os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK='0',
+                              MASTER_ADDR=master[0], MASTER_PORT=str(master[1]))
         if cwd and Path(cwd).is_dir(): os.chdir(cwd)
         self.cfg, self.rank, self.notes = cfg, rank, []
         tc, d = cfg.trainer, cfg.data
@@ -191,8 +194,9 @@ class ColocatedWorker:
         self.model_path = resolve_model_path(cfg.model.path, cfg.model.warm_start_steps)
         self.tok, self.adapter = load_tokenizer(self.model_path), adapter_for(self.model_path)
         self.processor, log = self.adapter.processor(self.tok), self.notes.append
-        self.train_ps = _prompts(d.train_file, 'train file', d.generated_train_size, tc.seed, self.tok, self.processor, d, log)
-        self.val_ps = (_prompts(d.val_file, 'val file', d.generated_val_size, tc.seed + 1, self.tok, self.processor, d, log)
+        tok, proc = self.tok, self.processor
+        self.train_ps = _prompts(d.train_file, 'train file', d.generated_train_size, tc.seed, tok, proc, d, log)
+        self.val_ps = (_prompts(d.val_file, 'val file', d.generated_val_size, tc.seed + 1, tok, proc, d, log)
                        if tc.test_freq else [])
 
     def sizes(self)->tuple[int, int]:

@@ -24,7 +24,7 @@ def shard_actor(model, # the policy, as `configure_trainable` returns it
                 cfg:Config, # the run's config (`actor` section: fsdp, offload, checkpointing, compile)
                 adapter, # the model family's adapter: its FSDP2 / compile units
                )->bool:
-    "Activation checkpointing, FSDP2 sharding and compilation of the actor as `cfg.actor` asks; True if it made a process group."
+    "Activation checkpointing, FSDP2 sharding, compilation of the actor as `cfg.actor` asks; True if it made a group."
     a, units = cfg.actor, adapter.fsdp_units(model)
     own = a.fsdp and ensure_process_group(cfg.hardware.device)
     if a.activation_checkpointing: checkpoint_layers(model)
@@ -61,8 +61,8 @@ class ActorWorker:
         self.model = configure_trainable(policy, m)
         self.own_group = shard_actor(self.model, cfg, adapter)
         teacher = load_teacher(cfg.algorithm.opd_teacher, m, self.device, log)
-        self.learner = Actor(self.model, cfg.actor, cfg.algorithm, adapter, teacher, temperature=cfg.rollout.temperature,
-                             total_steps=total_steps)
+        self.learner = Actor(self.model, cfg.actor, cfg.algorithm, adapter, teacher,
+                             temperature=cfg.rollout.temperature, total_steps=total_steps)
 
     def describe(self)->str:
         "One line: the model, its size, what trains, and where."
@@ -70,8 +70,9 @@ class ActorWorker:
         adapted = lora_modules(self.model)
         what = f"LoRA on {len(adapted)} modules" if adapted else "full parameters"
         n_all = sum(p.numel() for p in self.model.parameters()) / 1e6
+        ranks = f", {world_size()} ranks" if world_size() > 1 else ''
         return (f"model: {type(base_model(self.model)).__name__}, {n_all:.2f}M params, "
-                f"{what} ({n_train/1e3:.1f}k trainable) on {self.device}" + (f", {world_size()} ranks" if world_size() > 1 else ''))
+                f"{what} ({n_train/1e3:.1f}k trainable) on {self.device}{ranks}")
 
     def save(self, out:Path, # the run folder: the checkpoint goes to checkpoints/step_{step}
              step:int, # the step just finished
@@ -107,7 +108,7 @@ class RolloutWorker:
     def update_weights(self, model, # the actor's policy after the update (`ActorWorker.model`): the engine reads it
                        step:int|None=None, # the training step, for the sync's one-line report
                       )->dict:
-        "Wake the weights, sync them from `model`, wake the KV cache: the sync's metrics, `timing_s/sync`, `timing_s/wake`."
+        "Wake the weights, sync them from `model`, wake the KV cache: the sync's metrics, `timing_s/sync`, `/wake`."
         t0 = time.perf_counter(); self.engine.wake(['weights'])
         t1 = time.perf_counter(); m = self.engine.sync_weights(model, step=step)
         t2 = time.perf_counter(); self.engine.wake(['kv_cache'])
