@@ -206,11 +206,14 @@ def _step(self:Actor, ro, rows, adv, old_logp,
 
 # %% ../nbs/07_actor.ipynb #bdbbc5b5
 @patch
-def _rollout_correction(self:Actor, ro, old_logp)->tuple[torch.Tensor|None, torch.Tensor|None, dict]:
+def _rollout_correction(self:Actor, ro, old_logp,
+                        seq_log_w:torch.Tensor|None=None, # [N] `seq_log_is_weight`, when the caller has it
+                       )->tuple[torch.Tensor|None, torch.Tensor|None, dict]:
     "`algorithm.rollout_is` weights [N] and the responses it keeps [N] (None, None when off), and its metrics."
     if self.rollout_is == 'none': return None, None, {}
     thr = self.rollout_is_threshold
-    w, ok, m = rollout_correction_weights(ro.logprobs, old_logp, ro.response_mask, self.rollout_is, hi=thr, lo=1 / thr)
+    w, ok, m = rollout_correction_weights(ro.logprobs, old_logp, ro.response_mask, self.rollout_is, hi=thr, lo=1 / thr,
+                                          log_w=seq_log_w)
     if self.rollout_is == 'mis': m['rollout_corr/rejected_responses'] = all_reduce_values([float((~ok).sum())])[0]
     return w, ok, m
 
@@ -219,11 +222,12 @@ def update(self:Actor, ro, advantages:torch.Tensor, # [N] one per response
            old_logp:torch.Tensor, # [N, R] from `logprobs` before the update
            n:int, # responses per prompt
            keep:torch.Tensor|None=None, # [N] bool: responses the GSPO terms train on (default all)
+           seq_log_w:torch.Tensor|None=None, # [N] `seq_log_is_weight` of `ro`, when the caller has it already
           )->dict:
     "One optimizer step per mini-batch of `ppo_mini_batch_size` prompts, then one step of the lr schedule; metrics averaged over the steps taken."
     ref = self.reference_logprobs(ro) if self.kl_coef > 0 else None
     teacher = self.teacher_logprobs(ro) if self.teacher is not None else None
-    w, accepted, corr = self._rollout_correction(ro, old_logp)
+    w, accepted, corr = self._rollout_correction(ro, old_logp, seq_log_w)
     rm = ro.response_mask
     valid = rm if accepted is None else rm * accepted[:, None].to(rm.dtype)   # a rejected response leaves every term
     mask = valid if keep is None else valid * keep[:, None].to(rm.dtype)

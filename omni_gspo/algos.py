@@ -189,24 +189,28 @@ def seq_log_is_weight(rollout_logp:torch.Tensor, # [B, T] log-probs reported by 
 def rollout_correction_weights(rollout_logp:torch.Tensor, old_logp:torch.Tensor, mask:torch.Tensor,
                                mode:str='tis', # 'tis' truncates at hi; 'mis' rejects weights outside [lo, hi]
                                hi:float=2.0, lo:float=0.5,
+                               log_w:torch.Tensor|None=None, # [B] `seq_log_is_weight`, when the caller has it already
                               )->tuple[torch.Tensor, torch.Tensor, dict]:
     "Per-sequence weights [B] for the loss (`seq_weights`), the responses kept [B] (bool), the share truncated/rejected"
     if mode not in ('tis', 'mis'): raise ValueError(f"rollout correction mode {mode!r} is not one of tis, mis")
     with torch.no_grad():
-        w = seq_log_is_weight(rollout_logp, old_logp, mask).exp()
+        w = (seq_log_is_weight(rollout_logp, old_logp, mask) if log_w is None else log_w.to(old_logp.dtype)).exp()
         if mode == 'tis':
             kept = torch.ones_like(w, dtype=torch.bool)
             return w.clamp(max=hi), kept, {'rollout_corr/seq_truncated_fraction': (w > hi).double().mean().item()}
         inside = (w >= lo) & (w <= hi)
         return w * inside, inside, {'rollout_corr/seq_masked_fraction': (~inside).double().mean().item()}
 
-def rollout_correction_metrics(rollout_logp:torch.Tensor, old_logp:torch.Tensor, mask:torch.Tensor)->dict:
+def rollout_correction_metrics(rollout_logp:torch.Tensor, old_logp:torch.Tensor, mask:torch.Tensor,
+                               log_w:torch.Tensor|None=None, # [B] `seq_log_is_weight` (float64), if the caller has it
+                              )->dict:
     "Rollout↔trainer mismatch: log-perplexity difference, k3 KL, sequence χ² and IS-weight statistics."
     with torch.no_grad():
         rows = mask.sum(-1) > 0                                        # responses with at least one token
+        if log_w is None: log_w = seq_log_is_weight(rollout_logp.double(), old_logp.double(), mask)
         rollout_logp, old_logp, mask = rollout_logp[rows].double(), old_logp[rows].double(), mask[rows].double()
         rho = old_logp - rollout_logp
-        w = seq_log_is_weight(rollout_logp, old_logp, mask).exp()
+        w = log_w[rows].double().exp()
         return {'rollout_corr/log_ppl_diff': (masked_mean(rollout_logp, mask, -1) - masked_mean(old_logp, mask, -1)).mean().item(),
                 'rollout_corr/k3_kl': masked_mean(rho.exp() - rho - 1, mask).item(),
                 'rollout_corr/chi2_seq': ((w ** 2).mean() - 1).item(),

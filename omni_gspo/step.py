@@ -15,7 +15,7 @@ from .splits import load_split
 from .platform import all_reduce_values, allocator_peak_gib, device_used_gib, reset_allocator_peak
 from .model import adapter_for, load_tokenizer, resolve_model_path
 from .rewards import part_means, score_batch
-from .algos import group_advantages, rollout_correction_metrics, zero_std_groups
+from .algos import group_advantages, rollout_correction_metrics, seq_log_is_weight, zero_std_groups
 from .rollout import Rollout, rollout_parity
 from .records import rollout_records, write_rollout_records
 from .workers import ActorWorker, RolloutWorker
@@ -135,7 +135,9 @@ def gspo_step(actor:ActorWorker, # the actor side: `learner` (old log-probs, upd
     old_logp = actor.learner.logprobs(ro)                                             # 4. old log-probs
     parity = ranks_parity(ro.logprobs, old_logp, ro.response_mask, cfg.rollout.min_probs_pearson, step)   # 5. parity
     t_update = time.perf_counter()
-    update_m = actor.learner.update(ro, advantages.to(old_logp.device), old_logp, cfg.rollout.n, keep=keep)   # 6., 7.
+    seq_log_w = seq_log_is_weight(ro.logprobs.double(), old_logp.double(), ro.response_mask)   # 6. rollout correction
+    update_m = actor.learner.update(ro, advantages.to(old_logp.device), old_logp, cfg.rollout.n,   # 7. update
+                                    keep=keep, seq_log_w=seq_log_w)
     t_sync = time.perf_counter()
     mem = {'perf/actor_peak_gib': allocator_peak_gib(dev),   # before the wake hands torch's cache back
            'perf/device_peak_gib': max(gen_used, device_used_gib(dev))}
@@ -145,7 +147,8 @@ def gspo_step(actor:ActorWorker, # the actor side: `learner` (old log-probs, upd
                'timing_s/old_log_prob': t_update - t_old, 'timing_s/update': t_sync - t_update,
                'timing_s/step': t_end - t_start}
     metrics = {'reward/frac_zero_std': frac_zero_std, **reward_m, **response_metrics(ro), **parity,   # 9. metrics
-               **rollout_correction_metrics(ro.logprobs, old_logp, ro.response_mask), **update_m, **engine_m, **mem,
+               **rollout_correction_metrics(ro.logprobs, old_logp, ro.response_mask, seq_log_w),
+               **update_m, **engine_m, **mem,
                **timings, **throughput_metrics(ro, timings['timing_s/gen'], timings['timing_s/step'])}
     if records_to is not None and cfg.logging.rollout_groups:                         # 10. records
         groups = rollout_records(step, batch, ro, actor.tok, texts, rewards, details, advantages, old_logp, data_file,
