@@ -62,7 +62,7 @@ class Actor:
         self.mini_batch = acfg.ppo_mini_batch_size // self.world       # this rank's prompts per mini-batch
         self.temperature, self.agg, self.token_budget = temperature, algo.loss_agg_mode, acfg.ppo_max_token_len_per_gpu
         self.packed = adapter.packs(model, acfg.packing)              # one unpadded row per micro-batch (03_model, sequence packing)
-        self.bucketed = acfg.compile                                   # compiled units: forward widths padded to buckets (below)
+        self.bucketed = acfg.compile                                   # compiled units: widths padded to buckets (below)
         self.logits_chunk = acfg.logits_chunk_tokens                   # positions per output-layer chunk (03_model)
         self.params = [p for p in model.parameters() if p.requires_grad]
         o = acfg.optim
@@ -87,7 +87,7 @@ def bucketed(ids:torch.Tensor, am:torch.Tensor, # [B, L] a micro-batch's tokens 
              prompt_len:int, # its first `prompt_len` columns are prompts
              packed:bool, # True: its attended tokens go through as one row (then the bucket counts those)
             )->tuple[torch.Tensor, torch.Tensor, int, int]:
-    "`ids`, `am` padded to `bucket_length` tokens (left columns, or a filler row when packed); the prompt length, filler rows."
+    "`ids`, `am` padded to `bucket_length` tokens (left columns, or a filler row when packed); prompt length, filler rows."
     size = int(am.sum()) if packed else ids.shape[1]
     extra = bucket_length(size) - size
     if extra == 0: return ids, am, prompt_len, 0

@@ -73,7 +73,7 @@ def dynamic_dims(x):
 
 def cacheless_compiled(forward, # a unit's `forward`
                        backend='inductor'):
-    "`forward` compiled with `torch.compile` for calls without a KV cache (the actor's passes), its inputs' sizes dynamic from the first call; calls with one (generation on the actor) run it as it is."
+    "`forward` compiled for calls without a KV cache (the actor's passes), sizes dynamic from the first call; calls with one run it as it is."
     compiled = torch.compile(forward, backend=backend)
     def run(*args, **kwargs):
         if kwargs.get('past_key_values') is not None: return forward(*args, **kwargs)

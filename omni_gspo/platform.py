@@ -234,7 +234,7 @@ def compile_cache_env(env=None # a mapping like `os.environ` (default: `os.envir
 
 def apply_env_defaults(hardware:str, env=None # a mapping like `os.environ` (default: `os.environ`)
                       )->dict[str, str]:
-    "Set `ENV_DEFAULTS[hardware]` and the compile caches (`compile_cache_env`) in `env` where unset; return what was set."
+    "Set `ENV_DEFAULTS[hardware]` and the compile caches (`compile_cache_env`) in `env` where unset; return what's set."
     env = os.environ if env is None else env
     new = {k: v for k, v in ENV_DEFAULTS[_known(hardware)].items() if k not in env}
     env.update(new)

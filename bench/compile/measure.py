@@ -35,7 +35,8 @@ def one_run(a, name:str, compile_on:bool, env:dict)->dict:
     p = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - t
     Path(a.runs, f'{name}.log').write_text(p.stdout + p.stderr)
-    rows = [json.loads(l) for l in (run/'metrics.jsonl').read_text().splitlines()] if (run/'metrics.jsonl').exists() else []
+    metrics = run/'metrics.jsonl'
+    rows = [json.loads(l) for l in metrics.read_text().splitlines()] if metrics.exists() else []
     steps = [{k: round(v, 3) for k, v in r.items() if k.startswith('timing_s/')} for r in rows]
     out = {'compile': compile_on, 'rc': p.returncode, 'process_s': round(wall, 1), 'steps': steps,
            'command': ' '.join(cmd[1:])}
@@ -64,7 +65,8 @@ def main():
     env |= {'TORCHINDUCTOR_CACHE_DIR': f'{a.cache}/inductor', 'TRITON_CACHE_DIR': f'{a.cache}/triton'}
     res = {'sizes': dict(prompts=a.prompts, n=a.n, response=a.response, max_prompt=a.max_prompt, steps=a.steps),
            'when': time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()), 'runs': {}}
-    todo = [(f'compile_{s}', s == 'on') for s in a.settings.split(',')] + ([('compile_on_restart', True)] if a.restart else [])
+    todo = [(f'compile_{s}', s == 'on') for s in a.settings.split(',')]
+    todo += [('compile_on_restart', True)] if a.restart else []
     for name, on in todo:
         res['runs'][name] = one_run(a, name, on, env)
         Path(a.out).write_text(json.dumps(res, indent=1) + '\n')   # after every run: a later one may hit the time limit
