@@ -6,6 +6,7 @@
 from __future__ import annotations
 import math, warnings
 import torch
+import torch.nn.functional as F
 from fastcore.basics import patch
 from .algos import agg_loss, kl_estimator, kl_loss, opd_loss, policy_loss, rollout_correction_weights
 from .config import ConfigError
@@ -13,7 +14,8 @@ from .model import completion_logprobs, full_tensor, module_mode
 from .platform import all_reduce_values, world_size
 
 # %% auto #0
-__all__ = ['SUMMED', 'loss_kwargs', 'lr_factor', 'micro_batches', 'Actor', 'micro_merge', 'merge_metrics']
+__all__ = ['BUCKET_MIN', 'SUMMED', 'loss_kwargs', 'lr_factor', 'micro_batches', 'Actor', 'bucket_length', 'bucketed',
+           'micro_merge', 'merge_metrics']
 
 # %% ../nbs/07_actor.ipynb #eba16267
 def loss_kwargs(algo)->dict:
@@ -60,6 +62,7 @@ class Actor:
         self.mini_batch = acfg.ppo_mini_batch_size // self.world       # this rank's prompts per mini-batch
         self.temperature, self.agg, self.token_budget = temperature, algo.loss_agg_mode, acfg.ppo_max_token_len_per_gpu
         self.packed = adapter.packs(model, acfg.packing)              # one unpadded row per micro-batch (03_model, sequence packing)
+        self.bucketed = acfg.compile                                   # compiled units: widths padded to buckets (below)
         self.logits_chunk = acfg.logits_chunk_tokens                   # positions per output-layer chunk (03_model)
         self.params = [p for p in model.parameters() if p.requires_grad]
         o = acfg.optim
@@ -70,6 +73,29 @@ class Actor:
         try: kl_estimator(self.kl_type)                               # verl's names; 'full' refused before any rollout
         except ValueError as e: raise ConfigError(f"algorithm.kl_type: {e}") from None
         self.rollout_is, self.rollout_is_threshold = algo.rollout_is, algo.rollout_is_threshold
+
+# %% ../nbs/07_actor.ipynb #aaa5b1ba
+BUCKET_MIN = 64   # the narrowest forward a compiled actor runs, in tokens
+
+def bucket_length(n:int)->int:
+    "The smallest bucket of at least `n` tokens: `BUCKET_MIN`, then four per doubling (at most 25 % padding)."
+    if n <= BUCKET_MIN: return BUCKET_MIN
+    quarter = 2 ** ((n - 1).bit_length() - 1) // 4        # a quarter of the largest power of two below n
+    return -(-n // quarter) * quarter
+
+def bucketed(ids:torch.Tensor, am:torch.Tensor, # [B, L] a micro-batch's tokens and attention mask
+             prompt_len:int, # its first `prompt_len` columns are prompts
+             packed:bool, # True: its attended tokens go through as one row (then the bucket counts those)
+            )->tuple[torch.Tensor, torch.Tensor, int, int]:
+    "`ids`, `am` padded to `bucket_length` tokens (left columns, or a filler row when packed); prompt length, filler rows."
+    size = int(am.sum()) if packed else ids.shape[1]
+    extra = bucket_length(size) - size
+    if extra == 0: return ids, am, prompt_len, 0
+    left = max(extra - prompt_len, 0) if packed else extra   # packed: columns enough for the filler's prompt tokens
+    ids, am, prompt_len = F.pad(ids, (left, 0)), F.pad(am, (left, 0)), prompt_len + left
+    if not packed: return ids, am, prompt_len, 0
+    filler = torch.zeros_like(am[:1]); filler[:, prompt_len - extra:prompt_len] = 1
+    return torch.cat([ids, torch.zeros_like(ids[:1])]), torch.cat([am, filler]), prompt_len, 1
 
 # %% ../nbs/07_actor.ipynb #58dfa74d
 @patch
@@ -91,12 +117,13 @@ def _logprobs(self:Actor, ro, rows:torch.Tensor, model=None, with_entropy=False)
     used = am[:, P:].any(0).nonzero()
     last = int(used[-1]) + 1 if len(used) else 1                       # response columns any row uses
     ids, am, mm = ro.input_ids[rows][:, first:P + last], am[:, first:P + last], ro.mm_inputs(rows.tolist())
+    ids, am, p, fill = bucketed(ids, am, P - first, self.packed) if self.bucketed else (ids, am, P - first, 0)
     model = model or self.model
-    pos = (self.adapter.packed_position_ids if self.packed else self.adapter.position_ids)(model, ids, am, mm, P - first)
-    out = completion_logprobs(model, ids, am, P - first, chunk=self.logits_chunk,
+    pos = (self.adapter.packed_position_ids if self.packed else self.adapter.position_ids)(model, ids, am, mm, p)
+    out = completion_logprobs(model, ids, am, p, chunk=self.logits_chunk,
                               position_ids=pos, with_entropy=with_entropy, packed=self.packed,
                               banned=self.adapter.banned_token_ids(model), temperature=self.temperature, **mm)
-    pad = lambda x: torch.nn.functional.pad(x, (0, R - last))
+    pad = lambda x: torch.nn.functional.pad(x[:len(x) - fill], (0, R - last))   # without the filler row
     return tuple(map(pad, out)) if with_entropy else pad(out)
 
 @patch

@@ -10,9 +10,10 @@ from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy, fully_shard
 from .model import base_model
+from .platform import compile_cache_env
 
 # %% auto #0
-__all__ = ['fsdp_units', 'checkpoint_layers', 'shard_model', 'compile_units', 'cacheless_compiled']
+__all__ = ['fsdp_units', 'checkpoint_layers', 'shard_model', 'compile_units', 'dynamic_dims', 'cacheless_compiled']
 
 # %% ../nbs/07b_fsdp.ipynb #ebfc3381
 def fsdp_units(model, # a transformers model or its peft wrapper
@@ -55,15 +56,28 @@ def shard_model(model, # a transformers model or its peft wrapper (LoRA or full-
 # %% ../nbs/07b_fsdp.ipynb #03ad4a74
 def compile_units(model, # a transformers model or its peft wrapper, sharded or not
                   names:Sequence[str]|None=None, # class names of the units (as `fsdp_units`)
+                  backend='inductor', # `torch.compile`'s backend (a counting one in the tests below)
                  )->nn.Module:
     "Compile the `forward` of every unit of `model` in place for the passes without a KV cache (`cacheless_compiled`); returns the model."
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)   # one graph per shape class, not per layer, but leave room
-    for m in fsdp_units(model, names): m.forward = cacheless_compiled(m.forward)
+    compile_cache_env()          # kernels kept in the project's cache folder: a resume or restart reuses them
+    for m in fsdp_units(model, names): m.forward = cacheless_compiled(m.forward, backend)
     return model
 
-def cacheless_compiled(forward): # a unit's `forward`
-    "`forward` compiled with `torch.compile` for calls without a KV cache (the actor's passes); calls with one (generation on the actor) run it as it is."
-    compiled = torch.compile(forward)
-    def run(*args, **kwargs): return forward(*args, **kwargs) if kwargs.get('past_key_values') is not None else compiled(*args, **kwargs)
+def dynamic_dims(x):
+    "Mark every dimension of the tensors in `x` (and in its tuples and lists) dynamic where dynamo can keep it so."
+    if isinstance(x, torch.Tensor):
+        for d in range(x.dim()): torch._dynamo.maybe_mark_dynamic(x, d)
+    elif isinstance(x, (tuple, list)):
+        for t in x: dynamic_dims(t)
+
+def cacheless_compiled(forward, # a unit's `forward`
+                       backend='inductor'):
+    "`forward` compiled for calls without a KV cache (the actor's passes), sizes dynamic from the first call; calls with one run it as it is."
+    compiled = torch.compile(forward, backend=backend)
+    def run(*args, **kwargs):
+        if kwargs.get('past_key_values') is not None: return forward(*args, **kwargs)
+        dynamic_dims(args); dynamic_dims(list(kwargs.values()))
+        return compiled(*args, **kwargs)
     run.compiled = compiled
     return run

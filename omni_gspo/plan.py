@@ -17,8 +17,9 @@ from .fsdp import fsdp_units
 # %% auto #0
 __all__ = ['GIB', 'LOGITS_BYTES', 'CUDA_CONTEXT_GB', 'ALLOCATOR_RESERVE', 'VLLM_RUNTIME_GB', 'VLLM_ASLEEP_GB', 'LOGITS_CHUNK',
            'LORA_KEYS', 'VLLM_ENGINES', 'OUTSIDE_TORCH', 'PART_ORDER', 'ModelSizes', 'layer_activation_elements',
-           'model_sizes', 'Shape', 'packs', 'shape_of', 'actor_parts', 'tensor_parallel', 'engine_parts', 'MemoryPlan',
-           'device_memory', 'plan_memory', 'candidates', 'changed', 'suggestions', 'verdict', 'report', 'check_memory']
+           'model_sizes', 'Shape', 'packs', 'shape_of', 'actor_parts', 'tensor_parallel', 'prefill_logits',
+           'engine_parts', 'MemoryPlan', 'device_memory', 'plan_memory', 'candidates', 'changed', 'suggestions',
+           'verdict', 'report', 'check_memory']
 
 # %% ../nbs/08b_plan.ipynb #da4a8453
 GIB = 2**30
@@ -153,10 +154,18 @@ def tensor_parallel(c:dict)->int:
     "The rollout engine's tensor-parallel size (1 where the config has no such key)."
     return int(c['rollout'].get('tensor_parallel_size', 1))
 
+def prefill_logits(s:ModelSizes, c:dict, sh:Shape)->float:
+    "Bytes of the built-in engine's prefill logits: every prompt position of the rank's rows (and an fp32 head's copy)."
+    m = c['model']
+    fp32 = m['fp32_logits'] and m['dtype'] != 'float32'
+    item = 4 if fp32 else DTYPES[m['dtype']].itemsize
+    return sh.gen_rows * c['data']['max_prompt_length'] * s.vocab * item + (s.vocab * s.hidden * 4 if fp32 else 0)
+
 def engine_parts(s:ModelSizes, c:dict, sh:Shape, device:float|None)->dict[str, float]:
     "GiB per device of the rollout engine while it generates (vLLM: its share; KV cache unknown without `device`)."
     r = c['rollout']
-    if r['engine'] not in VLLM_ENGINES: return {'KV cache': sh.gen_rows * sh.seq * s.kv_bytes_per_token}
+    if r['engine'] not in VLLM_ENGINES:
+        return {'KV cache': sh.gen_rows * sh.seq * s.kv_bytes_per_token, 'prefill logits': prefill_logits(s, c, sh)}
     tp = tensor_parallel(c)
     merged = c['model']['lora_rank'] > 0                  # LoRA is merged into the base weights it syncs
     weights = (s.frozen + s.towers + (0 if merged else s.trainable)) / tp
@@ -204,8 +213,9 @@ def _phases(s:ModelSizes, c:dict, device:float|None)->tuple[dict, dict, float|No
                     'allocator reserve': ALLOCATOR_RESERVE * transient}
     gen = {k: act[k] for k in resident} | {'CUDA context': ctx}
     if vllm: gen |= {k: v for k, v in eng.items() if v is not None}
-    else: gen |= {'FSDP gathered units': act['FSDP gathered units'], 'KV cache': eng['KV cache'],
-                  'allocator reserve': ALLOCATOR_RESERVE * (eng['KV cache'] + act['FSDP gathered units'])}
+    else:
+        gen |= {'FSDP gathered units': act['FSDP gathered units']} | eng
+        gen['allocator reserve'] = ALLOCATOR_RESERVE * (sum(eng.values()) + act['FSDP gathered units'])
     kv = eng['KV cache'] / s.kv_bytes_per_token * tensor_parallel(c) if vllm and eng['KV cache'] is not None else None
     gib = lambda d: {k: v / GIB for k, v in d.items()}
     return gib(update), gib(gen), kv, sh
@@ -288,7 +298,7 @@ def suggestions(cfg:Config,
 # %% ../nbs/08b_plan.ipynb #a994a47e
 PART_ORDER = ('actor weights', 'towers', 'trainable masters', 'gradients', 'optimizer states', 'FSDP gathered units',
               'activations', 'logits / entropy chunk', 'vLLM weights', 'vLLM activations + CUDA graphs', 'KV cache',
-              'vLLM asleep', 'CUDA context', 'allocator reserve')
+              'prefill logits',               'vLLM asleep', 'CUDA context', 'allocator reserve')
 
 def _cell(d:dict, k:str)->str: return f"{d[k]:9.2f}" if k in d else f"{'-':>9}"
 

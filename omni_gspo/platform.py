@@ -15,11 +15,11 @@ from .config import ConfigError
 
 # %% auto #0
 __all__ = ['HARDWARE', 'DEVICE_TYPE', 'VISIBLE_DEVICES', 'DIST_BACKEND', 'RAY_RESOURCES', 'REDUCE_OPS', 'BACKEND_DEVICE',
-           'ENV_DEFAULTS', 'PlatformError', 'npu_module', 'check_hardware', 'DistEnv', 'dist_env', 'torch_device',
-           'device_count', 'dist_backend', 'ensure_process_group', 'visible_devices_var', 'ray_bundle', 'world_size',
-           'rank', 'all_reduce_values', 'reset_allocator_peak', 'private_pool_gib', 'allocator_peak_gib',
+           'ENV_DEFAULTS', 'COMPILE_CACHES', 'PlatformError', 'npu_module', 'check_hardware', 'DistEnv', 'dist_env',
+           'torch_device', 'device_count', 'dist_backend', 'ensure_process_group', 'visible_devices_var', 'ray_bundle',
+           'world_size', 'rank', 'all_reduce_values', 'reset_allocator_peak', 'private_pool_gib', 'allocator_peak_gib',
            'device_used_gib', 'device_memory_gb', 'release_cached_memory', 'kept_rng', 'seeded_rng', 'fp32_gemm_sums',
-           'apply_env_defaults']
+           'compile_cache_env', 'apply_env_defaults']
 
 # %% ../nbs/00a_platform.ipynb #4e1f3981
 HARDWARE = ('cpu', 'gpu', 'npu')
@@ -221,10 +221,21 @@ ENV_DEFAULTS = {'cpu': {'TOKENIZERS_PARALLELISM': 'false'},
                 'gpu': {'TOKENIZERS_PARALLELISM': 'false', 'NCCL_DEBUG': 'WARN'},
                 'npu': {'TOKENIZERS_PARALLELISM': 'false', 'HCCL_CONNECT_TIMEOUT': '1800'}}
 
+COMPILE_CACHES = {'TORCHINDUCTOR_CACHE_DIR': 'inductor', 'TRITON_CACHE_DIR': 'triton'}   # torch.compile's caches
+
+def compile_cache_env(env=None # a mapping like `os.environ` (default: `os.environ`)
+                     )->dict[str, str]:
+    "Set torch.compile's cache folders in `env` where unset, under `$OMNI_GSPO_CACHE/compile`; return what was set."
+    env = os.environ if env is None else env
+    root = Path(env.get('OMNI_GSPO_CACHE') or Path.home()/'.cache'/'omni_gspo')/'compile'
+    new = {k: str(root/sub) for k, sub in COMPILE_CACHES.items() if k not in env}
+    env.update(new)
+    return new
+
 def apply_env_defaults(hardware:str, env=None # a mapping like `os.environ` (default: `os.environ`)
                       )->dict[str, str]:
-    "Set `ENV_DEFAULTS[hardware]` in `env` where unset; return what was set."
+    "Set `ENV_DEFAULTS[hardware]` and the compile caches (`compile_cache_env`) in `env` where unset; return what's set."
     env = os.environ if env is None else env
     new = {k: v for k, v in ENV_DEFAULTS[_known(hardware)].items() if k not in env}
     env.update(new)
-    return new
+    return new | compile_cache_env(env)

@@ -57,6 +57,44 @@ def row(name, src, kind, measured, over, cal, p)->dict:
             'parts_update_gib': {k: round(v, 2) for k, v in p.update.items()},
             'parts_generate_gib': {k: round(v, 2) for k, v in p.generate.items()}}
 
+HF = 'bench/hf_engine/result_h200_thinker.json'
+ENGINE_ROWS = [   # (name, source, rows, measured torch peak GiB): plain `generate`, 256 + 256 tokens, bf16 head
+    ('hf engine prefill + decode, 64 rows', f'{HF} row 1 (generate)', 64, 15.59),
+    ('hf engine prefill + decode, 256 rows', f'{HF} row 3 (generate)', 256, 30.94),
+]
+
+def engine_row(name, src, rows, measured, folder)->dict:
+    "The built-in engine's parts (KV cache, prefill logits) plus the slice's counted weights, against torch's peak."
+    from omni_gspo.config import build_config, config_dict
+    from omni_gspo.plan import GIB, engine_parts, model_sizes, shape_of
+    over = {'model.path': str(folder), 'model.dtype': 'bfloat16', 'model.fp32_logits': False, 'rollout.n': rows,
+            'data.train_batch_size': 1, 'actor.ppo_mini_batch_size': 1, 'data.max_prompt_length': 256,
+            'rollout.response_length': 256}
+    cfg = build_config('gsm8k', over); c = config_dict(cfg); s = model_sizes(cfg)
+    parts = {'weights (towers shrunk in the bench: left out)': s.frozen} | engine_parts(s, c, shape_of(c), None)
+    parts = {k: round(v / GIB, 2) for k, v in parts.items()}
+    pred = sum(parts.values())
+    return {'name': name, 'source': src, 'measured': {ALLOC: measured}, 'predicted': {ALLOC: round(pred, 2)},
+            'error_pct': round(100 * (pred - measured) / measured, 1), 'calibrates': '',
+            'config': {k: v for k, v in over.items() if k != 'model.path'} | {'model': 'thinker, 8 of 48 layers'},
+            'parts_generate_gib': parts}
+
+def replanned(r:dict, folder_of)->dict:
+    "A `measure.py` row planned again by today's planner (its prediction when measured kept beside)."
+    from omni_gspo.config import build_config, parse_overrides
+    from omni_gspo.plan import plan_memory
+    over = parse_overrides([f'{k}={v}' for k, v in r['config'].items()])
+    over |= {'model.path': str(folder_of(r['layers'])), 'hardware.device': 'gpu',
+             'hardware.device_memory_gb': r['device_gib']}
+    p = plan_memory(build_config(r['recipe'], over), suggest=False)
+    r = dict(r); r.setdefault('predicted_when_measured', r['predicted'])
+    r['predicted'] = {'device_peak_gib': round(p.peak_gb, 2), 'torch_max_allocated_gib': round(p.allocated_gb, 2)}
+    r['error_pct'] = round(100 * (p.peak_gb - r['measured']['device_peak_gib']) / r['measured']['device_peak_gib'], 1)
+    r['within_10pct'] = abs(r['error_pct']) <= 10
+    r['parts_update_gib'] = {k: round(v, 2) for k, v in p.update.items()}
+    r['parts_generate_gib'] = {k: round(v, 2) for k, v in p.generate.items()}
+    return r
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--out', default=str(Path(__file__).with_name('result.json')))
@@ -66,7 +104,13 @@ def main():
     from omni_gspo.plan import plan_memory
     folder = Path(tempfile.mkdtemp()); thinker_config().save_pretrained(folder)   # config.json only: no weights needed
     out = Path(a.out)
-    kept = [r for r in (json.loads(out.read_text()) if out.exists() else []) if r.get('source') == 'measure.py']
+    slices = {}
+    def folder_of(layers:int)->Path:
+        if layers not in slices:
+            slices[layers] = Path(tempfile.mkdtemp()); thinker_config(layers=layers).save_pretrained(slices[layers])
+        return slices[layers]
+    kept = [replanned(r, folder_of) for r in (json.loads(out.read_text()) if out.exists() else [])
+            if r.get('source') == 'measure.py']
     rows = []
     for name, src, kind, measured, kw, cal in ROWS:
         over = bench_config(str(folder), **kw)
@@ -74,6 +118,13 @@ def main():
         r = rows[-1]
         print(f"{name:36} {kind:24} measured {measured:7.2f}  predicted {r['predicted'][kind]:7.2f}  "
               f"{r['error_pct']:+5.1f} %" + (f'  (calibrates {cal})' if cal else ''))
+    for name, src, n, measured in ENGINE_ROWS:
+        rows.append(engine_row(name, src, n, measured, folder_of(8)))
+        print(f"{name:36} {ALLOC:24} measured {measured:7.2f}  predicted {rows[-1]['predicted'][ALLOC]:7.2f}  "
+              f"{rows[-1]['error_pct']:+5.1f} %")
+    for r in kept:
+        print(f"{r['name']:36} {DEV:24} measured {r['measured'][DEV]:7.2f}  predicted {r['predicted'][DEV]:7.2f}  "
+              f"{r['error_pct']:+5.1f} %  (when measured: {r['predicted_when_measured'][DEV]:.2f})")
     out.write_text(json.dumps(rows + kept, indent=1) + '\n')
 
 if __name__ == '__main__': main()
