@@ -11,7 +11,8 @@ from typing import Protocol, runtime_checkable
 from .config import ConfigError
 from .data import Prompt
 from .media import collate_mm
-from .model import module_mode, base_model
+from .model import base_model
+from .logprobs import module_mode
 from .platform import seeded_rng
 from fastcore.basics import patch
 from torch.distributed.tensor import DTensor
@@ -143,7 +144,7 @@ class HFEngine:
 CACHE_ROUND = 64   # static cache lengths are rounded up to a multiple of this: nearby prompt lengths share one cache and one graph
 
 def fast_decode(setting:str, # `rollout.hf_fast_decode`: 'auto', 'on' or 'off'
-                model, pays_off:bool=True, # the model family's `compiled_decode` (see `03_model`)
+                model, pays_off:bool=True, # the model family's `compiled_decode` (see `03b_model`)
                )->bool:
     "Whether `HFEngine` decodes `model` with a static KV cache and a compiled step ('auto': on CUDA, unsharded, where it pays off)."
     if setting != 'auto': return setting == 'on'

@@ -13,7 +13,8 @@ from transformers import Qwen3Config
 from .media import SAMPLE_RATE
 from .rollout import Rollout, left_pad
 from .config import ConfigError, atomic_dir
-from .model import adapter_of, export_weights
+from .model import adapter_of
+from .lora import export_weights
 from .platform import rank, release_cached_memory, seeded_rng, world_size
 
 # %% auto #0

@@ -19,7 +19,8 @@ from .splits import load_split
 from .platform import all_reduce_values, ensure_process_group, fp32_gemm_sums, rank, torch_device, world_size
 from .platform import allocator_peak_gib, device_used_gib, reset_allocator_peak
 from .fsdp import checkpoint_layers, compile_units, shard_model
-from .model import DTYPES, adapter_for, base_model, configure_trainable, export_weights, full_tensor, load_model, load_tokenizer, lora_modules, resolve_model_path
+from .model import DTYPES, adapter_for, base_model, load_model, load_tokenizer, resolve_model_path
+from .lora import configure_trainable, export_weights, full_tensor, lora_modules
 from .rewards import part_means, score_batch
 from .algos import group_advantages, rollout_correction_metrics, zero_std_groups
 from .rollout import engine_class, rollout_parity
