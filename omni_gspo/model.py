@@ -4,7 +4,7 @@
 
 # %% ../nbs/03b_model.ipynb #04933773
 from __future__ import annotations
-import copy, math
+import copy, math, re
 from pathlib import Path
 from types import MethodType
 from functools import partial
@@ -79,6 +79,12 @@ class CausalLMAdapter:
     packable = True           # rows may be packed into one sequence with restarting positions
                               # (False e.g. for state-space layers without varlen support)
     TOWERS = {}               # encoder towers: `model.freeze_*_tower` key suffix -> module name (LoRA leaves them alone)
+    media_pads = {}           # modality -> the pad token its features fill (vLLM gets one pad per medium)
+    expert_key = None         # regex of the fused MoE expert weights (layer, kind) the direct write sends to vLLM
+    vllm_experts = None       # vLLM's module of layer {}'s routed experts: where the direct write puts them
+    mrope_probe = None        # M-RoPE families: transformers' (t, h, w) positions of `06a_vllm`'s probe prompt
+    vllm_omni_pipeline = None # the vLLM-Omni pipeline (registry key) serving the family; None: vLLM-Omni does not
+    vllm_omni_arch = None     # the model class of that pipeline's stage
 
     def model_class(self, path:Path # a checkpoint folder
                    )->type:
@@ -96,8 +102,6 @@ class CausalLMAdapter:
         "The checkpoint at `path` in `dtype`, its attention run by `attn_implementation`."
         return AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation=attn_implementation)
 
-    def processor(self, tok): "The media processor of the prompts (None: text only)."; return None
-    def banned_token_ids(self, model)->list[int]: "Token ids a response must never contain."; return []
 
 # %% ../nbs/03b_model.ipynb #be0864d2
 @patch
@@ -107,6 +111,17 @@ def position_ids(self:CausalLMAdapter, model, input_ids:torch.Tensor, # [B, L]: 
                 )->torch.Tensor:
     "Positions [B, L] counting attended tokens (pads get 1, as in `generate`)."
     return running_positions(attention_mask)
+
+@patch
+def processor(self:CausalLMAdapter, tok): "The media processor of the prompts (None: text only)."; return None
+@patch
+def banned_token_ids(self:CausalLMAdapter, model)->list[int]: "Token ids a response must never contain."; return []
+
+@patch
+def media_pad_ids(self:CausalLMAdapter, tok)->dict[int, str]:
+    "Token id → modality for the media pad tokens (`media_pads`) `tok` knows."
+    ids = {m: tok.convert_tokens_to_ids(t) for m, t in self.media_pads.items()}
+    return {i: m for m, i in ids.items() if i is not None and i != tok.unk_token_id}
 
 @patch
 def packed_position_ids(self:CausalLMAdapter, model, input_ids:torch.Tensor, attention_mask:torch.Tensor, mm:dict,
@@ -167,6 +182,12 @@ class ThinkerAdapter(CausalLMAdapter):
     weight_prefix = 'thinker.'
     vllm_mm_limits = {'image': 4, 'audio': 4, 'video': 0}
     direct_expert_write = True
+    media_pads = {'image': '<|image_pad|>', 'video': '<|video_pad|>', 'audio': '<|audio_pad|>'}
+    expert_key = re.compile(r'model\.layers\.(\d+)\.mlp\.experts\.(gate_up_proj|down_proj)$')
+    vllm_experts = 'language_model.model.layers.{}.mlp.experts.routed_experts'
+    mrope_probe = [[0, 1, 2, 2, 2, 2, 4, 5], [0, 1, 2, 2, 3, 3, 4, 5], [0, 1, 2, 3, 2, 3, 4, 5]]
+    vllm_omni_pipeline = 'qwen3_omni_moe'   # vLLM-Omni 0.26's key; with enable_audio_output=False: the thinker alone
+    vllm_omni_arch = 'Qwen3OmniMoeThinkerForConditionalGeneration'
     MEDIA_TOKENS = ('image_token_id', 'video_token_id', 'audio_token_id',   # the pads: slots for media features
                     'vision_start_token_id', 'vision_end_token_id', 'audio_start_token_id', 'audio_end_token_id')
 

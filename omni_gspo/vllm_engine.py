@@ -15,24 +15,17 @@ from .rollout import Rollout, left_pad
 from .config import ConfigError, atomic_dir
 from .model import adapter_of
 from .lora import export_weights
-from .platform import rank, release_cached_memory, seeded_rng, world_size
+from .platform import (cuda_available, ipc_collect, rank, release_cached_memory, seeded_rng, vllm_env_defaults,
+                              world_size)
 
 # %% auto #0
-__all__ = ['MEDIA_PADS', 'THINKER_ARCH', 'EXPERT_KEY', 'RELOAD_CHATTER', 'MROPE_PROBE', 'OMNI_PIPELINE', 'media_pad_ids',
-           'dedup_pads', 'prompt_media', 'build_request', 'export_for_vllm', 'tiny_causal_lm_config',
+__all__ = ['RELOAD_CHATTER', 'dedup_pads', 'prompt_media', 'build_request', 'export_for_vllm', 'tiny_causal_lm_config',
            'write_cpu_moe_experts', 'load_weights_on_worker', 'ReloadMessages', 'quiet_reload', 'unsynced',
            'SyncReport', 'probe_image', 'mrope_agrees', 'shift_offsets', 'fix_mrope_on_worker', 'VLLMEngine',
            'vllm_settings', 'sync_ok', 'omni_deploy_config', 'write_deploy_config', 'omni_engine_args',
            'load_shared_weights_on_worker', 'VLLMOmniEngine']
 
 # %% ../nbs/06a_vllm.ipynb #02106c37
-MEDIA_PADS = {'image': '<|image_pad|>', 'video': '<|video_pad|>', 'audio': '<|audio_pad|>'}
-
-def media_pad_ids(tok)->dict[int, str]:
-    "Token id → modality for the media pad tokens `tok` knows."
-    ids = {m: tok.convert_tokens_to_ids(t) for m, t in MEDIA_PADS.items()}
-    return {i: m for m, i in ids.items() if i is not None and i != tok.unk_token_id}
-
 def dedup_pads(ids:list[int], pad_ids)->list[int]:
     "`ids` with every run of one repeated pad id (from `pad_ids`) collapsed to a single pad."
     out = []
@@ -47,7 +40,7 @@ def prompt_media(example)->dict|None:
 
 def build_request(ids:list[int], # expanded prompt ids
                   media:dict|None, # {'image': [PIL, ...], 'audio': [float32 array at 16 kHz or (array, sr), ...]}
-                  pad_ids:dict[int, str], # from `media_pad_ids`
+                  pad_ids:dict[int, str], # the adapter's `media_pad_ids(tok)`
                   i:int=0, # prompt index, for messages
                   mm_processor_kwargs:dict|None=None)->dict:
     "A vLLM prompt: token ids (pads deduplicated when media are sent) and the media."
@@ -57,19 +50,18 @@ def build_request(ids:list[int], # expanded prompt ids
     if not media:
         if counts: raise ValueError(f"prompt {i} holds media pad tokens {counts} but no media were given for it")
         return {'prompt_token_ids': list(ids)}
-    unknown = set(media) - set(MEDIA_PADS)
-    if unknown: raise ValueError(f"media of prompt {i}: unknown modalities {sorted(unknown)}; expected some of {list(MEDIA_PADS)}")
+    known = sorted(set(pad_ids.values()))
+    if unknown := set(media) - set(known):
+        raise ValueError(f"media of prompt {i}: unknown modalities {sorted(unknown)}; expected some of {known}")
     mm = {k: list(v) for k, v in media.items() if len(v)}
-    missing = [MEDIA_PADS[k] for k in mm if k not in counts]
-    if missing: raise ValueError(f"prompt {i}: media {sorted(mm)} given but the prompt has no {missing} tokens")
+    if missing := [k for k in mm if k not in counts]:
+        raise ValueError(f"prompt {i}: media {sorted(mm)} given but the prompt has no {missing} pad tokens")
     if 'audio' in mm: mm['audio'] = [a if isinstance(a, tuple) else (np.asarray(a, np.float32), SAMPLE_RATE) for a in mm['audio']]
     req = {'prompt_token_ids': dedup_pads(ids, pad_ids), 'multi_modal_data': mm}
     if mm_processor_kwargs: req['mm_processor_kwargs'] = dict(mm_processor_kwargs)
     return req
 
 # %% ../nbs/06a_vllm.ipynb #d5a6c8a4
-THINKER_ARCH = 'Qwen3OmniMoeThinkerForConditionalGeneration'
-
 def export_for_vllm(model, tok, dest:str|Path, # folder to (re)write
                     processor=None, # the processor that builds prompts (default: the adapter's)
                     weights:bool=True, # False: config, tokenizer and processor only (the engine loads weights by sync)
@@ -97,16 +89,20 @@ def tiny_causal_lm_config(tok, hidden:int=64, layers:int=2)->Qwen3Config:
                        pad_token_id=tok.pad_token_id, bos_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
 
 # %% ../nbs/06a_vllm.ipynb #fb93462d
-EXPERT_KEY = re.compile(r'model\.layers\.(\d+)\.mlp\.experts\.(gate_up_proj|down_proj)$')
-
-def write_cpu_moe_experts(vmodel, # vLLM's Qwen3-Omni thinker module
-                          experts:dict[str, torch.Tensor]):
+def write_cpu_moe_experts(vmodel, # vLLM's model module (Qwen3-Omni's thinker)
+                          experts:dict[str, torch.Tensor], # fused expert weights by checkpoint name
+                          adapter, # the family's adapter: `expert_key` names them, `vllm_experts` places them
+                         ):
     "Write fused transformers expert weights into vLLM's CPU MoE layers, prepacked as its kernel expects."
     from vllm._custom_ops import cpu_prepack_moe_weight
-    for i in sorted({int(EXPERT_KEY.search(k).group(1)) for k in experts}):
-        routed = vmodel.get_submodule(f'language_model.model.layers.{i}.mlp.experts.routed_experts')
+    layers = {}
+    for k, v in experts.items():
+        i, kind = adapter.expert_key.search(k).groups()
+        layers.setdefault(int(i), {})[kind] = v
+    for i, ws in sorted(layers.items()):
+        routed = vmodel.get_submodule(adapter.vllm_experts.format(i))
         kernel = routed.quant_method.moe_kernel.impl.fused_experts
-        w13, w2 = experts[f'model.layers.{i}.mlp.experts.gate_up_proj'], experts[f'model.layers.{i}.mlp.experts.down_proj']
+        w13, w2 = ws['gate_up_proj'], ws['down_proj']
         if getattr(kernel, '_use_zentorch', False) or kernel._padded_intermediate_size(kernel.moe_config) != w2.shape[-1]:
             raise NotImplementedError(f"layer {i}: vLLM pads or repacks these experts (moe_intermediate_size={w2.shape[-1]}); "
                                       "the direct expert write supports multiples of 32 with vLLM's built-in CPU kernels")
@@ -114,17 +110,20 @@ def write_cpu_moe_experts(vmodel, # vLLM's Qwen3-Omni thinker module
         routed.w2_weight.copy_(cpu_prepack_moe_weight(w2.to(routed.w2_weight.dtype).contiguous(), kernel.isa))
 
 def load_weights_on_worker(worker, weights, # iterable of (checkpoint name, tensor), e.g. `export_weights(model)`
-                           prefix:str, moe_expert_fix:bool)->dict:
-    "Runs inside vLLM's worker: reload `weights` as they stream in (`prefix` added), experts directly if `moe_expert_fix`."
+                           adapter, # the family's adapter: `weight_prefix` added to each name, `expert_key`
+                           moe_expert_fix:bool, # write the MoE experts directly (`write_cpu_moe_experts`)
+                          )->dict:
+    "Runs inside vLLM's worker: reload `weights` as they stream in (prefix added), experts directly if `moe_expert_fix`."
     runner, experts, sent, nbytes = worker.model_runner, {}, [], [0]
+    prefix, key = adapter.weight_prefix, adapter.expert_key if moe_expert_fix else None
     def rest():
         for k, v in weights:
             sent.append(k); nbytes[0] += v.numel() * v.element_size()
-            if moe_expert_fix and EXPERT_KEY.search(k): experts[k] = v    # held until the end: the CPU path, tiny models
+            if key and key.search(k): experts[k] = v    # held until the end: the CPU path, tiny models
             else: yield prefix + k, v
     with quiet_reload() as heard: runner.reload_weights(weights_iterator=rest())
     if experts:
-        with torch.no_grad(): write_cpu_moe_experts(runner.model, experts)
+        with torch.no_grad(): write_cpu_moe_experts(runner.model, experts, adapter)
     params = [n for n, _ in runner.get_model().named_parameters()]
     return SyncReport(len(sent), nbytes[0], len(experts), heard.kept_layers,
                       unsynced([k for k in sent if k not in experts], params, heard.not_loaded))
@@ -193,8 +192,6 @@ class SyncReport:
                 f"{seconds:.1f} s, {what}{direct}{kept}")
 
 # %% ../nbs/06a_vllm.ipynb #571cd755
-MROPE_PROBE = [[0, 1, 2, 2, 2, 2, 4, 5], [0, 1, 2, 2, 3, 3, 4, 5], [0, 1, 2, 3, 2, 3, 4, 5]]   # transformers' (t, h, w) positions of the probe
-
 def probe_image(merge:int, # the vision tower's spatial merge size
                ):
     "A stand-in for vLLM's media feature: one image of 1×2m×2m patches (2×2 tokens once merged), its 4 pads from token 2."
@@ -203,10 +200,12 @@ def probe_image(merge:int, # the vision tower's spatial merge size
     return SimpleNamespace(modality='image', identifier='omni_gspo-probe', mm_position=PlaceholderRange(offset=2, length=4),
                            data={'image_grid_thw': SimpleNamespace(data=torch.tensor([1, 2 * merge, 2 * merge]))})
 
-def mrope_agrees(vmodel)->bool:
+def mrope_agrees(vmodel, # vLLM's model module
+                 want:list[list[int]], # transformers' (t, h, w) positions of the probe (the adapter's `mrope_probe`)
+                )->bool:
     "Whether vLLM's model gives the probe image transformers' M-RoPE positions."
     pos, _ = vmodel.get_mrope_input_positions([0] * 8, [probe_image(vmodel.config.vision_config.spatial_merge_size)])
-    return torch.as_tensor(pos).long().tolist() == MROPE_PROBE
+    return torch.as_tensor(pos).long().tolist() == want
 
 def shift_offsets(features:list, by:int)->list:
     "Copies of vLLM media features whose placeholders start `by` tokens later (-1: at the media's start token)."
@@ -217,16 +216,17 @@ def shift_offsets(features:list, by:int)->list:
         out.append(g)
     return out
 
-def fix_mrope_on_worker(worker)->str:
-    "Runs in vLLM's worker: 'ok' if its model places media where transformers does, 'fixed' once its offsets are read one token earlier; raises otherwise."
+def fix_mrope_on_worker(worker, want:list[list[int]], # the adapter's `mrope_probe`
+                       )->str:
+    "Runs in vLLM's worker: 'ok' if its model places media as transformers does, 'fixed' once read a token earlier."
     vmodel = worker.model_runner.get_model()   # the model itself: with CUDA graphs `model_runner.model` is vLLM's graph wrapper
     cls = type(vmodel)
-    if mrope_agrees(vmodel): return 'ok'
+    if mrope_agrees(vmodel, want): return 'ok'
     own = cls.get_mrope_input_positions
     def from_start_token(self, input_tokens, mm_features, *args, **kwargs):
         return own(self, input_tokens, shift_offsets(mm_features, -1), *args, **kwargs)
     cls.get_mrope_input_positions = from_start_token
-    if mrope_agrees(vmodel):
+    if mrope_agrees(vmodel, want):
         warnings.warn(f"vLLM's {cls.__name__} puts media tokens one position off transformers' (vLLM 0.26 does): "
                       "corrected here by reading each media placeholder from its start token")
         return 'fixed'
@@ -236,11 +236,6 @@ def fix_mrope_on_worker(worker)->str:
                        "use rollout.engine=vllm_omni or another vLLM version")
 
 # %% ../nbs/06a_vllm.ipynb #f09bb44d
-def _vllm_env():
-    "Environment defaults for an in-process engine; must run before `vllm` is imported."
-    os.environ.setdefault('VLLM_ENABLE_V1_MULTIPROCESSING', '0')
-    if not torch.cuda.is_available(): os.environ.setdefault('VLLM_CPU_KVCACHE_SPACE', '1')   # GiB; vLLM's default is 4
-
 class VLLMEngine:
     "Rollout engine on a colocated, in-process vLLM `LLM` holding a synced copy of the policy."
     checks_media_positions = True   # vLLM's M-RoPE positions against transformers' (see above), before any request
@@ -259,15 +254,15 @@ class VLLMEngine:
                  **llm_kwargs):
         if lora_sync not in ('merge', 'adapter'): raise ValueError(f"lora_sync={lora_sync!r}: expected 'merge' or 'adapter'")
         if lora_sync == 'adapter' and not hasattr(model, 'peft_config'): raise ValueError("lora_sync='adapter' needs a LoRA (peft) model; use lora_sync='merge' for full weights")
-        _vllm_env()
+        vllm_env_defaults()
         from vllm.platforms import current_platform
         self.tok, self.lora_sync, self.log, adapter = tok, lora_sync, log, adapter or adapter_of(model)
-        self.temperature, self.top_p, self.top_k = rcfg.temperature, rcfg.top_p, rcfg.top_k
+        self.adapter = adapter
+        self.temperature = rcfg.temperature
         self.max_new_tokens = rcfg.response_length
         self.logit_bias = {int(i): -100.0 for i in banned} or None   # vLLM's most negative bias: probability ~e^-100
         self.device = next(model.parameters()).device
-        self.pad_ids = media_pad_ids(tok) if adapter.vllm_mm_limits else {}
-        self.prefix = adapter.weight_prefix
+        self.pad_ids = adapter.media_pad_ids(tok)
         self.moe_expert_fix = current_platform.is_cpu() and adapter.direct_expert_write if moe_expert_fix is None else moe_expert_fix
         self._own_workdir, self.workdir = workdir is None, Path(workdir or tempfile.mkdtemp(prefix='omni_gspo_vllm_'))
         folder = export_for_vllm(model, tok, self.workdir/'policy', processor, weights=False, adapter=adapter)
@@ -279,7 +274,8 @@ class VLLMEngine:
         if lora_sync == 'adapter':
             kw.update(enable_lora=True, max_loras=1, max_lora_rank=max(c.r for c in model.peft_config.values()))
         self.llm = self._make_llm(folder, kw | llm_kwargs)
-        if adapter.vllm_mm_limits and self.checks_media_positions: self.llm.collective_rpc(fix_mrope_on_worker)
+        if adapter.mrope_probe and self.checks_media_positions:
+            self.llm.collective_rpc(fix_mrope_on_worker, args=(adapter.mrope_probe,))
         self.asleep, self.lora_request, self.version = set(), None, 0
         t = time.perf_counter()
         r = self._push(export_weights(model, merge_lora=lora_sync == 'merge'))
@@ -302,7 +298,7 @@ class VLLMEngine:
         return LLM(model=str(folder), **kw)
 
     def _push(self, weights)->SyncReport:
-        r = self.llm.collective_rpc(load_weights_on_worker, args=(weights, self.prefix, self.moe_expert_fix))[0]
+        r = self.llm.collective_rpc(load_weights_on_worker, args=(weights, self.adapter, self.moe_expert_fix))[0]
         self._reset_caches()
         return r
 
@@ -360,8 +356,7 @@ class VLLMEngine:
 
     def _sampling(self, n, greedy):
         from vllm import SamplingParams
-        return SamplingParams(n=n, temperature=0.0 if greedy else self.temperature, top_p=1.0 if greedy else self.top_p,
-                              top_k=-1 if greedy or self.top_k <= 0 else self.top_k, max_tokens=self.max_new_tokens,
+        return SamplingParams(n=n, temperature=0.0 if greedy else self.temperature, max_tokens=self.max_new_tokens,
                               logprobs=0, stop_token_ids=[self.tok.eos_token_id], repetition_penalty=1.0,
                               logit_bias=self.logit_bias, detokenize=False)
 
@@ -424,7 +419,7 @@ def vllm_settings(vcfg, # the `rollout.vllm` config section
                   cuda:bool|None=None, # a GPU run (default: whether torch sees CUDA)
                  )->dict:
     "`VLLMEngine` keyword arguments from the `rollout.vllm` config section (its values checked by `check_config`)."
-    cuda = torch.cuda.is_available() if cuda is None else cuda
+    cuda = cuda_available() if cuda is None else cuda
     kw = dict(lora_sync=vcfg.lora_sync, moe_expert_fix={'auto': None, 'direct': True, 'vllm': False}[vcfg.moe_expert_path],
               enforce_eager=not cuda or vcfg.cuda_graphs == 'off', max_num_seqs=vcfg.max_num_seqs)
     if cuda: kw['gpu_memory_utilization'] = vcfg.gpu_memory_utilization
@@ -439,14 +434,16 @@ def sync_ok(parity:dict, # from `omni_gspo.rollout.rollout_parity`
     return parity['training/rollout_actor_probs_pearson_corr'] >= min_pearson
 
 # %% ../nbs/06a_vllm.ipynb #904ceca9
-OMNI_PIPELINE = 'qwen3_omni_moe'   # vLLM-Omni 0.26's registry key; with enable_audio_output=False it resolves to the thinker-only pipeline
-
-def omni_deploy_config(first_device:int=0, # logical id of the replica's first device (the actor's), within CUDA_VISIBLE_DEVICES
+def omni_deploy_config(adapter, # the family's adapter: `vllm_omni_pipeline` and `vllm_omni_arch`
+                       first_device:int=0, # logical id of the replica's first device (the actor's), within CUDA_VISIBLE_DEVICES
                        tensor_parallel_size:int=1)->dict:
-    "vLLM-Omni deploy config of one rollout replica: Qwen3-Omni's thinker-only AR stage, as the thinker class, on `tensor_parallel_size` devices from `first_device`."
-    return {'pipeline': OMNI_PIPELINE, 'async_chunk': False,
+    "vLLM-Omni deploy config of one rollout replica: the adapter's pipeline, its AR stage on devices from `first_device`."
+    if adapter.vllm_omni_pipeline is None:
+        raise ValueError(f"rollout.engine='vllm_omni': {type(adapter).__name__} models have no vLLM-Omni pipeline; "
+                         "use rollout.engine=vllm or hf")
+    return {'pipeline': adapter.vllm_omni_pipeline, 'async_chunk': False,
             'stages': [{'stage_id': 0, 'devices': ','.join(str(first_device + i) for i in range(tensor_parallel_size)),
-                        'tensor_parallel_size': tensor_parallel_size, 'engine_extras': {'model_arch': THINKER_ARCH}}]}
+                        'tensor_parallel_size': tensor_parallel_size, 'engine_extras': {'model_arch': adapter.vllm_omni_arch}}]}
 
 def write_deploy_config(cfg:dict, folder:str|Path)->Path:
     "Write `cfg` as `deploy.yaml` in `folder` (JSON text, which is valid YAML), atomically."
@@ -466,10 +463,11 @@ def omni_engine_args(folder:str|Path, # the exported policy
         'logprobs_mode': 'processed_logprobs', 'enable_prefix_caching': False}
 
 def load_shared_weights_on_worker(worker, payload:bytes, # `ForkingPickler.dumps` of [(checkpoint name, CUDA tensor), ...]: IPC handles
-                                  prefix:str, moe_expert_fix:bool)->SyncReport:
+                                  adapter, moe_expert_fix:bool, # as for `load_weights_on_worker`
+                                 )->SyncReport:
     "Runs in a vLLM-Omni stage's worker process: map the sender's tensors (no copy) and load them as `load_weights_on_worker` does."
     import pickle
-    return load_weights_on_worker(worker, pickle.loads(payload), prefix, moe_expert_fix)
+    return load_weights_on_worker(worker, pickle.loads(payload), adapter, moe_expert_fix)
 
 class VLLMOmniEngine(VLLMEngine):
     "`VLLMEngine` on vLLM-Omni's thinker-only AR stage, which runs in its own process (CUDA only: vLLM-Omni has no CPU platform)."
@@ -479,7 +477,7 @@ class VLLMOmniEngine(VLLMEngine):
     def _make_llm(self, folder, kw):
         if self.lora_sync != 'merge': raise ValueError("VLLMOmniEngine syncs merged weights only (lora_sync='merge')")
         from vllm_omni.entrypoints.omni import Omni
-        deploy = write_deploy_config(omni_deploy_config(self.device.index or 0, kw.get('tensor_parallel_size', 1)), self.workdir)
+        deploy = write_deploy_config(omni_deploy_config(self.adapter, self.device.index or 0, kw.get('tensor_parallel_size', 1)), self.workdir)
         return Omni(**omni_engine_args(folder, deploy, kw))
 
     def _rpc(self, method, *args)->list:
@@ -495,9 +493,10 @@ class VLLMOmniEngine(VLLMEngine):
         from multiprocessing.reduction import ForkingPickler
         import torch.multiprocessing   # registers torch's tensor reductions (CUDA: IPC handles)
         held = [(k, v.detach().to(self.device)) for k, v in weights]
-        out = self._rpc(load_shared_weights_on_worker, bytes(ForkingPickler.dumps(held)), self.prefix, self.moe_expert_fix)[0]
+        out = self._rpc(load_shared_weights_on_worker, bytes(ForkingPickler.dumps(held)), self.adapter,
+                        self.moe_expert_fix)[0]
         del held
-        if self.device.type == 'cuda': torch.cuda.ipc_collect()   # free the blocks of temporaries (merged LoRA weights) the worker has let go of
+        ipc_collect(self.device)   # free the blocks of temporaries (merged LoRA weights) the worker has let go of
         return out[0] if isinstance(out, list) else out   # stage 0's result: one per worker
 
     def _reset_caches(self):
