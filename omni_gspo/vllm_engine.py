@@ -6,6 +6,7 @@
 from __future__ import annotations
 import copy, dataclasses, json, logging, math, os, re, shutil, tempfile, time, uuid, warnings
 from contextlib import contextmanager
+from fastcore.basics import patch
 from pathlib import Path
 import numpy as np
 import torch
@@ -235,7 +236,7 @@ def fix_mrope_on_worker(worker, want:list[list[int]], # the adapter's `mrope_pro
                        "with or without a one-token shift: rollouts on media prompts would not match the actor; "
                        "use rollout.engine=vllm_omni or another vLLM version")
 
-# %% ../nbs/06a_vllm.ipynb #f09bb44d
+# %% ../nbs/06a_vllm.ipynb #cc0a938a
 class VLLMEngine:
     "Rollout engine on a colocated, in-process vLLM `LLM` holding a synced copy of the policy."
     checks_media_positions = True   # vLLM's M-RoPE positions against transformers' (see above), before any request
@@ -246,173 +247,209 @@ class VLLMEngine:
                  max_model_len:int=4096, # prompt + response tokens
                  moe_expert_fix:bool|None=None, # write MoE experts directly (default: on CPU, for thinkers)
                  workdir:str|Path|None=None, # config/adapter folder; default a fresh temporary one, removed by `close`
-                 seed:int=0,
+                 seed:int=0, # vLLM's seed
                  banned:list[int]=(), # token ids never sampled (the adapter's `banned_token_ids`), as in `HFEngine`
                  adapter=None, # the model family's adapter (default: `adapter_of(model)`): names, configs, media limits
-                 fp32_logits:bool=True, # `model.fp32_logits`: a bf16/fp16 engine computes its output layer in fp32, as the actor does
+                 fp32_logits:bool=True, # `model.fp32_logits`: a bf16/fp16 engine computes its output layer in fp32
                  log=print, # where each sync's one-line report goes (rank 0's)
-                 **llm_kwargs):
+                 **llm_kwargs): # further `vllm.LLM` arguments (`vllm_settings`)
         if lora_sync not in ('merge', 'adapter'): raise ValueError(f"lora_sync={lora_sync!r}: expected 'merge' or 'adapter'")
-        if lora_sync == 'adapter' and not hasattr(model, 'peft_config'): raise ValueError("lora_sync='adapter' needs a LoRA (peft) model; use lora_sync='merge' for full weights")
+        if lora_sync == 'adapter' and not hasattr(model, 'peft_config'):
+            raise ValueError("lora_sync='adapter' needs a LoRA (peft) model; use lora_sync='merge' for full weights")
         vllm_env_defaults()
         from vllm.platforms import current_platform
-        self.tok, self.lora_sync, self.log, adapter = tok, lora_sync, log, adapter or adapter_of(model)
-        self.adapter = adapter
-        self.temperature = rcfg.temperature
-        self.max_new_tokens = rcfg.response_length
+        self.adapter = adapter = adapter or adapter_of(model)
+        self.tok, self.lora_sync, self.log, self.temperature = tok, lora_sync, log, rcfg.temperature
+        self.max_new_tokens, self.device = rcfg.response_length, next(model.parameters()).device
         self.logit_bias = {int(i): -100.0 for i in banned} or None   # vLLM's most negative bias: probability ~e^-100
-        self.device = next(model.parameters()).device
         self.pad_ids = adapter.media_pad_ids(tok)
         self.moe_expert_fix = current_platform.is_cpu() and adapter.direct_expert_write if moe_expert_fix is None else moe_expert_fix
         self._own_workdir, self.workdir = workdir is None, Path(workdir or tempfile.mkdtemp(prefix='omni_gspo_vllm_'))
         folder = export_for_vllm(model, tok, self.workdir/'policy', processor, weights=False, adapter=adapter)
-        kw = dict(dtype=dtype or next(model.parameters()).dtype, max_model_len=max_model_len, seed=seed, enforce_eager=current_platform.is_cpu(),
-                  load_format='dummy', logprobs_mode='processed_logprobs', generation_config='vllm',
-                  enable_sleep_mode=current_platform.is_sleep_mode_available())
-        if fp32_logits and str(kw['dtype']).removeprefix('torch.') != 'float32': kw['hf_overrides'] = {'head_dtype': 'float32'}
-        if adapter.vllm_mm_limits: kw['limit_mm_per_prompt'] = dict(adapter.vllm_mm_limits)
-        if lora_sync == 'adapter':
-            kw.update(enable_lora=True, max_loras=1, max_lora_rank=max(c.r for c in model.peft_config.values()))
+        kw = self._llm_kwargs(model, dtype or next(model.parameters()).dtype, max_model_len, seed, fp32_logits)
         self.llm = self._make_llm(folder, kw | llm_kwargs)
         if adapter.mrope_probe and self.checks_media_positions:
             self.llm.collective_rpc(fix_mrope_on_worker, args=(adapter.mrope_probe,))
         self.asleep, self.lora_request, self.version = set(), None, 0
-        t = time.perf_counter()
-        r = self._push(export_weights(model, merge_lora=lora_sync == 'merge'))
-        merged = ', LoRA merged' if hasattr(model, 'peft_config') and lora_sync == 'merge' else ''
-        self._report(r, None, time.perf_counter() - t, 'every weight' + merged)
-        if lora_sync == 'adapter': self._new_adapter(model)
+        self._first_sync(model)
 
-    @classmethod
-    def from_config(cls, model, tok, adapter, processor, cfg):
-        "The engine the trainer builds: sampling from `cfg.rollout`, vLLM's settings from `cfg.rollout.vllm`."
-        rc = cfg.rollout
-        return cls(model, tok, rc, processor=processor, banned=adapter.banned_token_ids(model), seed=cfg.trainer.seed, adapter=adapter,
-                   max_model_len=cfg.data.max_prompt_length + rc.response_length, fp32_logits=cfg.model.fp32_logits, **vllm_settings(rc.vllm))
+# %% ../nbs/06a_vllm.ipynb #b99220dd
+@patch
+def _llm_kwargs(self:VLLMEngine, model, dtype, max_model_len:int, seed:int, fp32_logits:bool)->dict:
+    "`vllm.LLM` arguments for `model` (see `__init__`)."
+    from vllm.platforms import current_platform
+    kw = dict(dtype=dtype, max_model_len=max_model_len, seed=seed, enforce_eager=current_platform.is_cpu(),
+              load_format='dummy', logprobs_mode='processed_logprobs', generation_config='vllm',
+              enable_sleep_mode=current_platform.is_sleep_mode_available())
+    if fp32_logits and str(dtype).removeprefix('torch.') != 'float32': kw['hf_overrides'] = {'head_dtype': 'float32'}
+    if self.adapter.vllm_mm_limits: kw['limit_mm_per_prompt'] = dict(self.adapter.vllm_mm_limits)
+    if self.lora_sync == 'adapter':
+        kw.update(enable_lora=True, max_loras=1, max_lora_rank=max(c.r for c in model.peft_config.values()))
+    return kw
 
-    def _make_llm(self, folder, kw):
-        from vllm import LLM
-        if kw.get('tensor_parallel_size', 1) > 1:   # worker processes would need a serialising transport (vllm_cpu.md §4b)
-            raise NotImplementedError("VLLMEngine hands weights to an in-process worker: tensor_parallel_size must be 1")
-        if world_size() > 1: kw = {'distributed_executor_backend': 'external_launcher'} | kw   # one engine per rank, in the trainer's group
-        return LLM(model=str(folder), **kw)
+@patch
+def _first_sync(self:VLLMEngine, model):
+    "Load every weight of `model` (LoRA merged, or the base weights and a first adapter)."
+    t = time.perf_counter()
+    r = self._push(export_weights(model, merge_lora=self.lora_sync == 'merge'))
+    merged = ', LoRA merged' if hasattr(model, 'peft_config') and self.lora_sync == 'merge' else ''
+    self._report(r, None, time.perf_counter() - t, 'every weight' + merged)
+    if self.lora_sync == 'adapter': self._new_adapter(model)
 
-    def _push(self, weights)->SyncReport:
-        r = self.llm.collective_rpc(load_weights_on_worker, args=(weights, self.adapter, self.moe_expert_fix))[0]
-        self._reset_caches()
-        return r
+# %% ../nbs/06a_vllm.ipynb #e8b73630
+@patch(cls_method=True)
+def from_config(cls:VLLMEngine, model, tok, adapter, processor, cfg):
+    "The engine the trainer builds: sampling from `cfg.rollout`, vLLM's settings from `cfg.rollout.vllm`."
+    rc = cfg.rollout
+    return cls(model, tok, rc, processor=processor, banned=adapter.banned_token_ids(model), seed=cfg.trainer.seed, adapter=adapter,
+               max_model_len=cfg.data.max_prompt_length + rc.response_length, fp32_logits=cfg.model.fp32_logits, **vllm_settings(rc.vllm))
 
-    def _report(self, r:SyncReport, step:int|None, seconds:float, what:str):
-        "The sync's one line (rank 0); a warning naming what the sync meant to load and vLLM did not (every rank)."
-        if rank() == 0: self.log(r.line(step, seconds, what))
-        if r.unloaded:
-            names = ', '.join(r.unloaded[:10]) + (' ...' if len(r.unloaded) > 10 else '')
-            warnings.warn(f"sync {'at start' if step is None else f'step {step}'}: {len(r.unloaded)} weights of the synced "
-                          f"groups did not reach the engine: {names}", RuntimeWarning)
+@patch
+def _make_llm(self:VLLMEngine, folder, kw):
+    from vllm import LLM
+    if kw.get('tensor_parallel_size', 1) > 1:   # worker processes would need a serialising transport (vllm_cpu.md §4b)
+        raise NotImplementedError("VLLMEngine hands weights to an in-process worker: tensor_parallel_size must be 1")
+    if world_size() > 1: kw = {'distributed_executor_backend': 'external_launcher'} | kw   # one engine per rank, in the trainer's group
+    return LLM(model=str(folder), **kw)
 
-    def _reset_caches(self):
-        with quiet_reload(): self.llm.reset_prefix_cache()   # a reset every sync and every wake: not news
-        self.llm.llm_engine.reset_encoder_cache()
-        self.llm.reset_mm_cache()
+# %% ../nbs/06a_vllm.ipynb #c80e8324
+@patch
+def _push(self:VLLMEngine, weights)->SyncReport:
+    r = self.llm.collective_rpc(load_weights_on_worker, args=(weights, self.adapter, self.moe_expert_fix))[0]
+    self._reset_caches()
+    return r
 
-    def _new_adapter(self, model):
-        "Save the current adapter to a fresh folder and serve it under a new LoRA id; drop the previous one."
-        from vllm.lora.request import LoRARequest
-        self.version += 1
-        d = self.workdir/f'adapter-v{self.version}'
-        with atomic_dir(d) as tmp: model.save_pretrained(tmp)
-        old, self.lora_request = self.lora_request, LoRARequest(f'policy-v{self.version}', self.version, str(d))
-        if old is not None:
-            self.llm.llm_engine.remove_lora(old.lora_int_id)
-            shutil.rmtree(old.lora_path, ignore_errors=True)
+@patch
+def _report(self:VLLMEngine, r:SyncReport, step:int|None, seconds:float, what:str):
+    "The sync's one line (rank 0); a warning naming what the sync meant to load and vLLM did not (every rank)."
+    if rank() == 0: self.log(r.line(step, seconds, what))
+    if r.unloaded:
+        names = ', '.join(r.unloaded[:10]) + (' ...' if len(r.unloaded) > 10 else '')
+        warnings.warn(f"sync {'at start' if step is None else f'step {step}'}: {len(r.unloaded)} weights of the synced "
+                      f"groups did not reach the engine: {names}", RuntimeWarning)
 
-    def sync_weights(self, model, step:int|None=None, # the training step, for the one-line report
-                    )->dict:
-        "Bring the engine's copy up to `model`'s current weights (call every step, weights awake); report it in one line."
-        if 'weights' in self.asleep: raise RuntimeError("sync_weights() while the engine's weights are asleep: call wake(['weights']) first")
-        t = time.perf_counter()
-        if self.lora_sync == 'adapter':
-            self._new_adapter(model)
-            lora = [p for n, p in model.named_parameters() if '.lora_' in n]
-            r, what = SyncReport(len(lora), sum(p.numel() * p.element_size() for p in lora)), f'LoRA adapter v{self.version}'
-        else: r, what = self._push(export_weights(model, changed_only=True)), 'LoRA merged, changed groups'   # __init__: all
-        self._report(r, step, time.perf_counter() - t, what if hasattr(model, 'peft_config') else 'changed groups')
-        return {'sync/tensors': r.tensors, 'sync/gib': r.nbytes / 2**30}
+@patch
+def _reset_caches(self:VLLMEngine):
+    with quiet_reload(): self.llm.reset_prefix_cache()   # a reset every sync and every wake: not news
+    self.llm.llm_engine.reset_encoder_cache()
+    self.llm.reset_mm_cache()
 
-    def sleep(self):
-        "Release the engine's memory for training (vLLM sleep level 1: weights to host memory, KV cache dropped)."
-        self._sleep_engine()
-        self.asleep = {'weights', 'kv_cache'}
+# %% ../nbs/06a_vllm.ipynb #2c6f4d6b
+@patch
+def _new_adapter(self:VLLMEngine, model):
+    "Save the current adapter to a fresh folder and serve it under a new LoRA id; drop the previous one."
+    from vllm.lora.request import LoRARequest
+    self.version += 1
+    d = self.workdir/f'adapter-v{self.version}'
+    with atomic_dir(d) as tmp: model.save_pretrained(tmp)
+    old, self.lora_request = self.lora_request, LoRARequest(f'policy-v{self.version}', self.version, str(d))
+    if old is not None:
+        self.llm.llm_engine.remove_lora(old.lora_int_id)
+        shutil.rmtree(old.lora_path, ignore_errors=True)
 
-    def wake(self, tags=('weights', 'kv_cache')):
-        "Wake `tags` (torch's cached blocks handed back first); once everything is awake the prefix, encoder and media caches are reset."
-        release_cached_memory(self.device)   # vLLM maps its memory itself: what torch keeps cached after the update is not free to it
-        self._wake_engine(list(tags))
-        self.asleep -= set(tags)
-        if not self.asleep: self._reset_caches()
+@patch
+def sync_weights(self:VLLMEngine, model, step:int|None=None, # the training step, for the one-line report
+                )->dict:
+    "Bring the engine's copy up to `model`'s current weights (call every step, weights awake); report it in one line."
+    if 'weights' in self.asleep: raise RuntimeError("sync_weights() while the engine's weights are asleep: call wake(['weights']) first")
+    t = time.perf_counter()
+    if self.lora_sync == 'adapter':
+        self._new_adapter(model)
+        lora = [p for n, p in model.named_parameters() if '.lora_' in n]
+        r, what = SyncReport(len(lora), sum(p.numel() * p.element_size() for p in lora)), f'LoRA adapter v{self.version}'
+    else: r, what = self._push(export_weights(model, changed_only=True)), 'LoRA merged, changed groups'   # __init__: all
+    self._report(r, step, time.perf_counter() - t, what if hasattr(model, 'peft_config') else 'changed groups')
+    return {'sync/tensors': r.tensors, 'sync/gib': r.nbytes / 2**30}
 
-    def _sleep_engine(self): self.llm.sleep(level=1)
-    def _wake_engine(self, tags:list[str]): self.llm.wake_up(tags=tags)
+# %% ../nbs/06a_vllm.ipynb #1e7b3647
+@patch
+def sleep(self:VLLMEngine):
+    "Release the engine's memory for training (vLLM sleep level 1: weights to host memory, KV cache dropped)."
+    self._sleep_engine()
+    self.asleep = {'weights', 'kv_cache'}
 
-    def _sampling(self, n, greedy):
-        from vllm import SamplingParams
-        return SamplingParams(n=n, temperature=0.0 if greedy else self.temperature, max_tokens=self.max_new_tokens,
-                              logprobs=0, stop_token_ids=[self.tok.eos_token_id], repetition_penalty=1.0,
-                              logit_bias=self.logit_bias, detokenize=False)
+@patch
+def wake(self:VLLMEngine, tags=('weights', 'kv_cache')):
+    "Wake `tags` (torch's cached blocks handed back first); once everything is awake the prefix, encoder and media caches are reset."
+    release_cached_memory(self.device)   # vLLM maps its memory itself: what torch keeps cached after the update is not free to it
+    self._wake_engine(list(tags))
+    self.asleep -= set(tags)
+    if not self.asleep: self._reset_caches()
 
-    def _requests(self, prompts, media):
-        return [build_request(p, m, self.pad_ids, i) for i, (p, m) in enumerate(zip(prompts, media))]
+@patch
+def _sleep_engine(self:VLLMEngine): self.llm.sleep(level=1)
+@patch
+def _wake_engine(self:VLLMEngine, tags:list[str]): self.llm.wake_up(tags=tags)
 
-    def _generate(self, requests, params, on_finish=None):
-        "Run the requests; report each one through `on_finish` the moment vLLM finishes it."
-        first = self.llm.request_counter.counter     # outputs carry the LLM's sequential request ids
-        self.llm.enqueue(requests, params, lora_request=self.lora_request, use_tqdm=False)
-        outs, eng = [None] * len(requests), self.llm.llm_engine
-        while eng.has_unfinished_requests():
-            for o in eng.step():
-                if not o.finished: continue
-                i = int(o.request_id) - first; outs[i] = o
-                if on_finish: on_finish(i, [list(c.token_ids) for c in sorted(o.outputs, key=lambda c: c.index)])
-        return outs
+# %% ../nbs/06a_vllm.ipynb #e577ef68
+@patch
+def _sampling(self:VLLMEngine, n, greedy):
+    from vllm import SamplingParams
+    return SamplingParams(n=n, temperature=0.0 if greedy else self.temperature, max_tokens=self.max_new_tokens,
+                          logprobs=0, stop_token_ids=[self.tok.eos_token_id], repetition_penalty=1.0,
+                          logit_bias=self.logit_bias, detokenize=False)
 
-    @torch.no_grad()
-    def generate(self, prompts:list, n:int=1, greedy:bool=False, seed:int|None=None, on_finish=None)->Rollout:
-        "Sample `n` responses for each prompt (as `HFEngine.generate`); vLLM gets each prompt's raw media, the `Rollout` its processor features."
-        if self.asleep: raise RuntimeError(f"generate() while the engine sleeps ({', '.join(sorted(self.asleep))}): call wake() first")
-        media = [prompt_media(p.example) for p in prompts]
-        if any(m and not p.mm for m, p in zip(media, prompts)):
-            raise ValueError("multimodal prompts need their processor features (`Prompt.mm`) too: the actor recomputes with them")
-        params = [self._sampling(n, greedy) for _ in prompts]
-        ids = [p.ids for p in prompts]
-        with seeded_rng(seed, self.device): outs = self._generate(self._requests(ids, media), params, on_finish)
-        return self._rollout(ids, outs, n, [p.mm for p in prompts for _ in range(n)])
+@patch
+def _requests(self:VLLMEngine, prompts, media):
+    return [build_request(p, m, self.pad_ids, i) for i, (p, m) in enumerate(zip(prompts, media))]
 
-    def _rollout(self, prompts, outs, n, mm)->Rollout:
-        pad, resp, logp, why = self.tok.pad_token_id, [], [], []
-        for i, (p, o) in enumerate(zip(prompts, outs)):
-            if list(o.prompt_token_ids) != list(p):
-                raise ValueError(f"prompt {i}: vLLM expanded it to {len(o.prompt_token_ids)} tokens but it has {len(p)}: "
-                                 "the processor given to the engine differs from the one that built the prompt")
-            for c in sorted(o.outputs, key=lambda c: c.index):
-                if c.finish_reason not in ('stop', 'length'): raise RuntimeError(f"prompt {i}: vLLM ended a sample with {c.finish_reason!r}")
-                resp.append(list(c.token_ids)); why.append(c.finish_reason)
-                logp.append([d[t].logprob for t, d in zip(c.token_ids, c.logprobs)])
-        ids, mask = left_pad([p for p in prompts for _ in range(n)], pad)
-        R = max(map(len, resp))
-        rids, rmask, lp = torch.full((len(resp), R), pad), torch.zeros(len(resp), R, dtype=torch.long), torch.zeros(len(resp), R)
-        for j, (r, l) in enumerate(zip(resp, logp)):
-            rids[j, :len(r)], rmask[j, :len(r)], lp[j, :len(r)] = torch.tensor(r), 1, torch.tensor(l)
-        d = self.device
-        return Rollout(ids.to(d), mask.to(d), rids.to(d), rmask.to(d), lp.to(d), why,
-                       torch.arange(len(prompts), device=d).repeat_interleave(n), mm)
+@patch
+def _generate(self:VLLMEngine, requests, params, on_finish=None):
+    "Run the requests; report each one through `on_finish` the moment vLLM finishes it."
+    first = self.llm.request_counter.counter     # outputs carry the LLM's sequential request ids
+    self.llm.enqueue(requests, params, lora_request=self.lora_request, use_tqdm=False)
+    outs, eng = [None] * len(requests), self.llm.llm_engine
+    while eng.has_unfinished_requests():
+        for o in eng.step():
+            if not o.finished: continue
+            i = int(o.request_id) - first; outs[i] = o
+            if on_finish: on_finish(i, [list(c.token_ids) for c in sorted(o.outputs, key=lambda c: c.index)])
+    return outs
 
-    def close(self):
-        "Shut the engine down and remove its temporary work folder."
-        self._shutdown()
-        del self.llm
-        if self._own_workdir: shutil.rmtree(self.workdir, ignore_errors=True)
+# %% ../nbs/06a_vllm.ipynb #81daa6af
+@patch
+@torch.no_grad()
+def generate(self:VLLMEngine, prompts:list, n:int=1, greedy:bool=False, seed:int|None=None, on_finish=None)->Rollout:
+    "Sample `n` responses for each prompt (as `HFEngine.generate`); vLLM gets each prompt's raw media, the `Rollout` its processor features."
+    if self.asleep: raise RuntimeError(f"generate() while the engine sleeps ({', '.join(sorted(self.asleep))}): call wake() first")
+    media = [prompt_media(p.example) for p in prompts]
+    if any(m and not p.mm for m, p in zip(media, prompts)):
+        raise ValueError("multimodal prompts need their processor features (`Prompt.mm`) too: the actor recomputes with them")
+    params = [self._sampling(n, greedy) for _ in prompts]
+    ids = [p.ids for p in prompts]
+    with seeded_rng(seed, self.device): outs = self._generate(self._requests(ids, media), params, on_finish)
+    return self._rollout(ids, outs, n, [p.mm for p in prompts for _ in range(n)])
 
-    def _shutdown(self): self.llm.llm_engine.engine_core.shutdown()
+@patch
+def _rollout(self:VLLMEngine, prompts, outs, n, mm)->Rollout:
+    pad, resp, logp, why = self.tok.pad_token_id, [], [], []
+    for i, (p, o) in enumerate(zip(prompts, outs)):
+        if list(o.prompt_token_ids) != list(p):
+            raise ValueError(f"prompt {i}: vLLM expanded it to {len(o.prompt_token_ids)} tokens but it has {len(p)}: "
+                             "the processor given to the engine differs from the one that built the prompt")
+        for c in sorted(o.outputs, key=lambda c: c.index):
+            if c.finish_reason not in ('stop', 'length'): raise RuntimeError(f"prompt {i}: vLLM ended a sample with {c.finish_reason!r}")
+            resp.append(list(c.token_ids)); why.append(c.finish_reason)
+            logp.append([d[t].logprob for t, d in zip(c.token_ids, c.logprobs)])
+    ids, mask = left_pad([p for p in prompts for _ in range(n)], pad)
+    R = max(map(len, resp))
+    rids, rmask, lp = torch.full((len(resp), R), pad), torch.zeros(len(resp), R, dtype=torch.long), torch.zeros(len(resp), R)
+    for j, (r, l) in enumerate(zip(resp, logp)):
+        rids[j, :len(r)], rmask[j, :len(r)], lp[j, :len(r)] = torch.tensor(r), 1, torch.tensor(l)
+    d = self.device
+    return Rollout(ids.to(d), mask.to(d), rids.to(d), rmask.to(d), lp.to(d), why,
+                   torch.arange(len(prompts), device=d).repeat_interleave(n), mm)
+
+# %% ../nbs/06a_vllm.ipynb #e0edc828
+@patch
+def close(self:VLLMEngine):
+    "Shut the engine down and remove its temporary work folder."
+    self._shutdown()
+    del self.llm
+    if self._own_workdir: shutil.rmtree(self.workdir, ignore_errors=True)
+
+@patch
+def _shutdown(self:VLLMEngine): self.llm.llm_engine.engine_core.shutdown()
 
 # %% ../nbs/06a_vllm.ipynb #bf981e26
 def vllm_settings(vcfg, # the `rollout.vllm` config section
