@@ -75,6 +75,7 @@ def packed_hidden_states(model, input_ids:torch.Tensor, # [B, L] padded rows
     S = int(keep.sum())
     if position_ids is None or position_ids.shape[-2:] != (1, S):
         got = None if position_ids is None else tuple(position_ids.shape)
-        raise ValueError(f"a packed forward needs the adapter's packed_position_ids, ending in (1, {S}); got {got}: without them the rows would attend to each other")
+        raise ValueError(f"a packed forward needs the adapter's packed_position_ids, ending in (1, {S}); got {got}: "
+                         f"without them the rows would attend to each other")
     h = model(input_ids=input_ids[keep][None], position_ids=position_ids, use_cache=False, **mm_inputs).logits[0]
     return h.new_zeros(*keep.shape, h.shape[-1]).index_put((keep,), h)

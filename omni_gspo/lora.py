@@ -62,17 +62,22 @@ def full_tensor(t:torch.Tensor # a parameter or buffer, sharded (`DTensor`) or n
     "`t` whole and detached: a `DTensor` is gathered from all ranks (a collective: every rank must call it)."
     if not isinstance(t, DTensor): return t.detach()
     t = t.detach()
-    if t.device.type != t.device_mesh.device_type: t = t.to(t.device_mesh.device_type)   # offloaded shard: gather on the mesh's device
+    # offloaded shard: gather on the mesh's device
+    if t.device.type != t.device_mesh.device_type: t = t.to(t.device_mesh.device_type)
     return t.full_tensor()
 
 # %% ../nbs/03c_lora.ipynb #c891d48d
 def lora_adapters(layer:LoraLayer, name:str # the layer's module name, for errors
                  )->list[str]:
     "Names of the active, unmerged adapters of a LoRA `layer` whose delta the export adds."
-    if not isinstance(layer, LoraLinear): raise NotImplementedError(f"{name}: export_weights merges LoRA on Linear layers only, not {type(layer).__name__}")
+    if not isinstance(layer, LoraLinear):
+        raise NotImplementedError(f"{name}: export_weights merges LoRA on Linear layers only, not "
+                                  f"{type(layer).__name__}")
     names = [a for a in layer.active_adapters if a in layer.lora_A and a not in layer.merged_adapters]
     variants = [a for a in names if layer.lora_variant.get(a) is not None]
-    if variants: raise NotImplementedError(f"{name}: adapters {variants} are LoRA variants (DoRA, ...); export_weights merges plain LoRA only")
+    if variants:
+        raise NotImplementedError(f"{name}: adapters {variants} are LoRA variants (DoRA, ...); export_weights merges "
+                                  f"plain LoRA only")
     return names
 
 def lora_delta(layer:LoraLinear, # the peft LoRA layer (for its scaling and `fan_in_fan_out`)
@@ -91,7 +96,8 @@ def _group(module:str)->str:
     return module.rpartition('.')[0]
 
 def trained_groups(model)->set[str]:
-    "Groups (`_group`) of the base model whose weights training changes: those holding a LoRA adapter or a trainable weight."
+    """Groups (`_group`) of the base model whose weights training changes: those holding a LoRA adapter or a trainable
+    weight."""
     return {_group(n.split('.lora_')[0] if '.lora_' in n else n.rpartition('.')[0])
             for n, p in base_model(model).named_parameters() if p.requires_grad}
 

@@ -33,7 +33,9 @@ def vllm_thinker_config(cfg, # the thinker's `Qwen3OmniMoeThinkerConfig`
     "The full Qwen3-Omni config (no audio output) vLLM needs to load `cfg`'s thinker."
     tc = cfg.to_dict()
     v, n = tc['vision_config'], tc['vision_config']['num_position_embeddings']
-    if math.isqrt(n) ** 2 != n: raise ValueError(f"vision_config.num_position_embeddings={n} is not a square; vLLM needs a square position grid")
+    if math.isqrt(n) ** 2 != n:
+        raise ValueError(f"vision_config.num_position_embeddings={n} is not a square; vLLM needs a "
+                         "square position grid")
     v.setdefault('image_size', math.isqrt(n) * v['patch_size'])
     v.setdefault('apply_vit_abs_pos_embed', True)
     tc['text_config']['tie_word_embeddings'] = bool(getattr(cfg.text_config, 'tie_word_embeddings', False))
@@ -65,7 +67,8 @@ def running_positions(attention_mask:torch.Tensor # [B, L], 1 for attended token
 
 def varlen_attention(impl:str # an attention implementation: 'sdpa', 'eager', 'flash_attention_2', 'flex_attention', ...
                     )->bool:
-    "Whether `impl` computes only the diagonal blocks of a packed row (flash varlen kernels, flex attention's block mask)."
+    """Whether `impl` computes only the diagonal blocks of a packed row (flash varlen kernels, flex attention's block
+    mask)."""
     return is_flash_attention_requested(requested_attention_implementation=impl) or impl == 'flex_attention'
 
 # %% ../nbs/03b_model.ipynb #d08b0801
@@ -78,7 +81,8 @@ class CausalLMAdapter:
                               # on Qwen2.5-0.5B, 3.7-6.2x on a thinker slice (H200, bench/hf_engine)
     packable = True           # rows may be packed into one sequence with restarting positions
                               # (False e.g. for state-space layers without varlen support)
-    TOWERS = {}               # encoder towers: `model.freeze_*_tower` key suffix -> module name (LoRA leaves them alone)
+    # encoder towers: `model.freeze_*_tower` key suffix -> module name (LoRA leaves them alone)
+    TOWERS = {}
     media_pads = {}           # modality -> the pad token its features fill (vLLM gets one pad per medium)
     expert_key = None         # regex of the fused MoE expert weights (layer, kind) the direct write sends to vLLM
     vllm_experts = None       # vLLM's module of layer {}'s routed experts: where the direct write puts them
@@ -199,7 +203,8 @@ class ThinkerAdapter(CausalLMAdapter):
         return m
     def processor(self, tok): return omni_processor(tok)
     def banned_token_ids(self, model)->list[int]:
-        "Every media-structure id the config names (pads, starts, ends): a response is text, and must not look like media."
+        """Every media-structure id the config names (pads, starts, ends): a response is text, and must not look like
+        media."""
         c = base_model(model).config
         return [i for i in (getattr(c, k, None) for k in self.MEDIA_TOKENS) if i is not None]
 
@@ -211,7 +216,8 @@ def position_ids(self:ThinkerAdapter, model, input_ids, attention_mask, mm, prom
     pos, _ = base_model(model).get_rope_index(input_ids[:, :P], mm.get('image_grid_thw'), None, attention_mask[:, :P],
                                               False, fam.sum(-1) if fam is not None else None)
     pos = pos.round().long()
-    after = pos.masked_fill(attention_mask[:, :P] == 0, -1).amax((0, 2)) + 1   # [B]: the first position past each prompt
+    # [B]: the first position past each prompt
+    after = pos.masked_fill(attention_mask[:, :P] == 0, -1).amax((0, 2)) + 1
     resp = attention_mask[:, P:]
     text = torch.where(resp.bool(), after[:, None] + resp.long().cumsum(-1) - 1, 1)   # pads get 1, as in the prompt
     return torch.cat([pos, text.to(pos.device)[None].expand(3, -1, -1)], -1)
@@ -266,9 +272,11 @@ def _fp32_linear(self, h:torch.Tensor)->torch.Tensor:
     return F.linear(h.float(), self.weight.float(), None if self.bias is None else self.bias.float())
 
 def fp32_logits_layer(model)->nn.Module:
-    "Make `model`'s output layer return fp32 logits from its bf16/fp16 input and weight (fp32 models: unchanged); returns `model`."
+    """Make `model`'s output layer return fp32 logits from its bf16/fp16 input and weight (fp32 models: unchanged);
+    returns `model`."""
     head = base_model(model).get_output_embeddings()
-    if not isinstance(head, nn.Linear): raise TypeError(f"the output layer is {type(head).__name__}, not nn.Linear: fp32 logits need a linear layer")
+    if not isinstance(head, nn.Linear):
+        raise TypeError(f"the output layer is {type(head).__name__}, not nn.Linear: fp32 logits need a linear layer")
     if head.weight.dtype != torch.float32: head.forward = MethodType(_fp32_linear, head)
     return model
 
@@ -286,7 +294,8 @@ def _head_input(dtype, head, args):
 
 def fp32_residual_stream(model, layers:list[nn.Module] # the decoder layers in order (the adapter's `decoder_layers`)
                         )->nn.Module:
-    "Carry `model`'s residual stream between `layers` in fp32, norms feeding bf16/fp16 into the projections (fp32 models: unchanged); returns `model`."
+    """Carry `model`'s residual stream between `layers` in fp32, norms feeding bf16/fp16 into the projections (fp32
+    models: unchanged); returns `model`."""
     dtype = next(layers[0].parameters()).dtype
     if dtype == torch.float32: return model
     layers[0].register_forward_pre_hook(_fp32_stream_in, with_kwargs=True)
@@ -295,13 +304,15 @@ def fp32_residual_stream(model, layers:list[nn.Module] # the decoder layers in o
     base_model(model).get_output_embeddings().register_forward_pre_hook(partial(_head_input, dtype))
     return model
 
-# %% ../nbs/03b_model.ipynb #b3c34ced
+# %% ../nbs/03b_model.ipynb #2fe00029
 def resolve_model_path(path:str, warm_start_steps:int,
                        key:str='model.path', # the config key naming it, for the message
                       )->Path:
-    "The folder to load: a tiny model for a name of `TINY_KINDS` ('', 'tiny', 'tiny-qwen', 'tiny-omni'), else `path` itself (which must exist)."
+    """The folder to load: a tiny model for a name of `TINY_KINDS` ('', 'tiny', 'tiny-qwen', 'tiny-omni'), else `path`
+    itself (which must exist)."""
     if path in TINY_KINDS: return tiny_model_dir(TINY_KINDS[path], warm_start_steps)
-    if why := checkpoint_problem(key, path): raise FileNotFoundError(why)   # `check_config` found it already, unless it went away since
+    # `check_config` found it already, unless it went away since
+    if why := checkpoint_problem(key, path): raise FileNotFoundError(why)
     return Path(path).expanduser()
 
 def load_tokenizer(path:Path):
@@ -310,8 +321,10 @@ def load_tokenizer(path:Path):
     if tok.chat_template is None: tok.chat_template = CHAT_TEMPLATE
     return tok
 
-ATTENTION_SUPPORT = {'sdpa': '_supports_sdpa', 'eager': None, 'flex_attention': '_supports_flex_attn',   # `model.attn_implementation` -> the flag by
-                     'flash_attention_2': '_supports_flash_attn', 'flash_attention_3': '_supports_flash_attn'}   # which a transformers class declares it
+# %% ../nbs/03b_model.ipynb #51f469b1
+# `model.attn_implementation` -> the flag by which a transformers class declares it
+ATTENTION_SUPPORT = {'sdpa': '_supports_sdpa', 'eager': None, 'flex_attention': '_supports_flex_attn',
+                     'flash_attention_2': '_supports_flash_attn', 'flash_attention_3': '_supports_flash_attn'}
 FLASH_PACKAGES = {2: 'flash-attn', 3: 'flash-attn-3'}
 
 def attention_problem(cls:type, # a transformers model class
@@ -324,16 +337,19 @@ def attention_problem(cls:type, # a transformers model class
     v = int(impl.rpartition('_')[2]); fa = FLASH_ATTENTION_COMPATIBILITY_MATRIX[v]
     devices = [name for _, name in fa['supported_devices']]
     if device.type not in devices: return f"flash attention runs on {'/'.join(devices)}, not on {device.type}"
-    own_kernel = any(ok() for ok, _ in fa.get('custom_supported_devices', ()))   # e.g. Ascend NPU: no package needed (`_flash_attn_import_error`)
+    # e.g. Ascend NPU: no package needed (`_flash_attn_import_error`)
+    own_kernel = any(ok() for ok, _ in fa.get('custom_supported_devices', ()))
     if not (own_kernel or fa['general_availability_check']()): return f"it needs the {FLASH_PACKAGES[v]} package, which this environment lacks"
     return None
 
 def check_attention(cls:type, # the class the adapter loads (`model_class`)
                     impl:str, # `model.attn_implementation`
                     device:torch.device):
-    "Raise a `ConfigError` naming `model.attn_implementation` and what to use instead, unless `cls` can run `impl` on `device`."
+    """Raise a `ConfigError` naming `model.attn_implementation` and what to use instead, unless `cls` can run `impl` on
+    `device`."""
     # for direct callers; a config's value is one of ATTENTION_SUPPORT already (`choice`)
-    if impl not in ATTENTION_SUPPORT: raise ConfigError(f"model.attn_implementation: expected one of {', '.join(ATTENTION_SUPPORT)}, got {impl!r}")
+    if impl not in ATTENTION_SUPPORT:
+        raise ConfigError(f"model.attn_implementation: expected one of {', '.join(ATTENTION_SUPPORT)}, got {impl!r}")
     why = attention_problem(cls, impl, device)
     if why is None: return
     ok = [i for i in ATTENTION_SUPPORT if attention_problem(cls, i, device) is None]
@@ -343,12 +359,14 @@ def check_attention(cls:type, # the class the adapter loads (`model_class`)
             "actor.packing=auto pads with these")
     raise ConfigError(f"model.attn_implementation={impl!r}: {why}; use {' or '.join(ok)} ({hint})")
 
+# %% ../nbs/03b_model.ipynb #16532c1f
 def load_model(path:Path, dtype:str, device:torch.device,
                attn_implementation:str='sdpa', # `model.attn_implementation`
                fp32_logits:bool=True, # `model.fp32_logits`: the output layer computes in fp32 (`fp32_logits_layer`)
                fp32_residual:bool=True, # `model.fp32_residual`: the residual stream runs in fp32 (`fp32_residual_stream`)
               )->nn.Module:
-    "The checkpoint at `path`, loaded by its adapter with attention `attn_implementation` (vetted first), in `dtype`, on `device`."
+    """The checkpoint at `path`, loaded by its adapter with attention `attn_implementation` (vetted first), in `dtype`,
+    on `device`."""
     ad = adapter_for(path)
     check_attention(ad.model_class(path), attn_implementation, device)
     m = ad.load(path, DTYPES[dtype], attn_implementation).to(device)
@@ -357,7 +375,8 @@ def load_model(path:Path, dtype:str, device:torch.device,
 
 def load_policy(mcfg, # `ModelConfig`
                 device:torch.device)->tuple[nn.Module, object]:
-    "Model (in `mcfg.dtype`, with attention `mcfg.attn_implementation`, `mcfg.fp32_logits` and `mcfg.fp32_residual`, on `device`) and tokenizer for `mcfg.path`."
+    """Model (in `mcfg.dtype`, with attention `mcfg.attn_implementation`, `mcfg.fp32_logits` and `mcfg.fp32_residual`,
+    on `device`) and tokenizer for `mcfg.path`."""
     path = resolve_model_path(mcfg.path, mcfg.warm_start_steps)
     return load_model(path, mcfg.dtype, device, mcfg.attn_implementation, mcfg.fp32_logits, mcfg.fp32_residual), load_tokenizer(path)
 

@@ -95,7 +95,8 @@ def tiny_model_dir(kind:str='small', # 'small', 'qwen' (real vocabulary) or 'omn
     "Folder holding a (cached) tiny thinker and its tokenizer."
     def build(d):
         mm = multimodal_pairs(500) if kind == 'omni' else []
-        tok = _tiny_tokenizer(kind, [m['content'] for p, _ in mm[::10] for m in p] + [a for _, a in mm[::10]])   # their words in the vocabulary
+        # their words in the vocabulary
+        tok = _tiny_tokenizer(kind, [m['content'] for p, _ in mm[::10] for m in p] + [a for _, a in mm[::10]])
         pairs = gsm8k_pairs(make_gsm8k_rows(2000, seed=777)) + mm
         torch.manual_seed(0)
         model = Qwen3OmniMoeThinkerForConditionalGeneration(tiny_thinker_config(tok))

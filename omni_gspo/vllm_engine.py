@@ -470,7 +470,7 @@ def sync_ok(parity:dict, # from `omni_gspo.rollout.rollout_parity`
     "Whether the rollout log-probs agree with the actor's well enough to trust the engine's weights."
     return parity['training/rollout_actor_probs_pearson_corr'] >= min_pearson
 
-# %% ../nbs/06a_vllm.ipynb #904ceca9
+# %% ../nbs/06a_vllm.ipynb #1fee0580
 def omni_deploy_config(adapter, # the family's adapter: `vllm_omni_pipeline` and `vllm_omni_arch`
                        first_device:int=0, # logical id of the replica's first device (the actor's), within CUDA_VISIBLE_DEVICES
                        tensor_parallel_size:int=1)->dict:
@@ -499,6 +499,7 @@ def omni_engine_args(folder:str|Path, # the exported policy
         'hf_overrides': {'enable_audio_output': False} | kw.get('hf_overrides', {}),
         'logprobs_mode': 'processed_logprobs', 'enable_prefix_caching': False}
 
+# %% ../nbs/06a_vllm.ipynb #152c79f5
 def load_shared_weights_on_worker(worker, payload:bytes, # `ForkingPickler.dumps` of [(checkpoint name, CUDA tensor), ...]: IPC handles
                                   adapter, moe_expert_fix:bool, # as for `load_weights_on_worker`
                                  )->SyncReport:
@@ -506,6 +507,7 @@ def load_shared_weights_on_worker(worker, payload:bytes, # `ForkingPickler.dumps
     import pickle
     return load_weights_on_worker(worker, pickle.loads(payload), adapter, moe_expert_fix)
 
+# %% ../nbs/06a_vllm.ipynb #75588932
 class VLLMOmniEngine(VLLMEngine):
     "`VLLMEngine` on vLLM-Omni's thinker-only AR stage, which runs in its own process (CUDA only: vLLM-Omni has no CPU platform)."
     mm_processor_kwargs = {'use_audio_in_video': False}
@@ -525,43 +527,53 @@ class VLLMOmniEngine(VLLMEngine):
         if err: raise RuntimeError(f"vLLM-Omni stage 0, {getattr(method, '__name__', method)}: {err[0]}")
         return out
 
-    def _push(self, weights)->SyncReport:
-        "Send `weights` to the stage's worker as CUDA IPC handles; they stay alive here until it has loaded them."
-        from multiprocessing.reduction import ForkingPickler
-        import torch.multiprocessing   # registers torch's tensor reductions (CUDA: IPC handles)
-        held = [(k, v.detach().to(self.device)) for k, v in weights]
-        out = self._rpc(load_shared_weights_on_worker, bytes(ForkingPickler.dumps(held)), self.adapter,
-                        self.moe_expert_fix)[0]
-        del held
-        ipc_collect(self.device)   # free the blocks of temporaries (merged LoRA weights) the worker has let go of
-        return out[0] if isinstance(out, list) else out   # stage 0's result: one per worker
+# %% ../nbs/06a_vllm.ipynb #b0f34a8a
+@patch
+def _push(self:VLLMOmniEngine, weights)->SyncReport:
+    "Send `weights` to the stage's worker as CUDA IPC handles; they stay alive here until it has loaded them."
+    from multiprocessing.reduction import ForkingPickler
+    import torch.multiprocessing   # registers torch's tensor reductions (CUDA: IPC handles)
+    held = [(k, v.detach().to(self.device)) for k, v in weights]
+    out = self._rpc(load_shared_weights_on_worker, bytes(ForkingPickler.dumps(held)), self.adapter,
+                    self.moe_expert_fix)[0]
+    del held
+    ipc_collect(self.device)   # free the blocks of temporaries (merged LoRA weights) the worker has let go of
+    return out[0] if isinstance(out, list) else out   # stage 0's result: one per worker
 
-    def _reset_caches(self):
-        "Nothing to reset: prefix caching is off, and every call's media have fresh cache keys (`_requests`)."
+@patch
+def _reset_caches(self:VLLMOmniEngine):
+    "Nothing to reset: prefix caching is off, and every call's media have fresh cache keys (`_requests`)."
 
-    def _sleep_engine(self): self._rpc('sleep', 1)              # the stage worker's own sleep (level 1) and wake-up
-    def _wake_engine(self, tags:list[str]): self._rpc('wake_up', tags)
+@patch
+def _sleep_engine(self:VLLMOmniEngine): self._rpc('sleep', 1)              # the stage worker's own sleep (level 1) and wake-up
 
-    def _shutdown(self): self.llm.close()
+@patch
+def _wake_engine(self:VLLMOmniEngine, tags:list[str]): self._rpc('wake_up', tags)
 
-    def _requests(self, prompts, media):
-        "Requests with the processor arguments; each prompt's media under fresh `multi_modal_uuids`, so no encoder output of older weights is reused."
-        reqs = [build_request(p, m, self.pad_ids, i, self.mm_processor_kwargs) for i, (p, m) in enumerate(zip(prompts, media))]
-        for r in reqs:
-            if 'multi_modal_data' in r: r['multi_modal_uuids'] = {k: [uuid.uuid4().hex for _ in v] for k, v in r['multi_modal_data'].items()}
-        return reqs
+@patch
+def _shutdown(self:VLLMOmniEngine): self.llm.close()
 
-    def _generate(self, requests, params, on_finish=None):
-        "One `Omni.generate` call: each prompt `n` times with `n=1` (vLLM-Omni does not fan out `n`), unseeded (the call's seed reaches this process's generators, not the stage's); outputs back in prompt order, samples regrouped."
-        n = params[0].n
-        sp = params[0].clone(); sp.n = 1
-        copies = [dict(r) for r in requests for _ in range(n)]   # Omni writes a request id into each prompt dict
-        done = {int(o.request_id.split('_', 1)[0]): o.request_output for o in self.llm.generate(copies, [sp], use_tqdm=False)}   # '<index>_<uuid>'
-        outs = []
-        for i in range(len(requests)):
-            o = done[i * n]
-            o.outputs = [c for k in range(n) for c in done[i * n + k].outputs]
-            for k, c in enumerate(o.outputs): c.index = k
-            outs.append(o)
-            if on_finish: on_finish(i, [list(c.token_ids) for c in o.outputs])
-        return outs
+# %% ../nbs/06a_vllm.ipynb #3875b9ef
+@patch
+def _requests(self:VLLMOmniEngine, prompts, media):
+    "Requests with the processor arguments; each prompt's media under fresh `multi_modal_uuids`, so no encoder output of older weights is reused."
+    reqs = [build_request(p, m, self.pad_ids, i, self.mm_processor_kwargs) for i, (p, m) in enumerate(zip(prompts, media))]
+    for r in reqs:
+        if 'multi_modal_data' in r: r['multi_modal_uuids'] = {k: [uuid.uuid4().hex for _ in v] for k, v in r['multi_modal_data'].items()}
+    return reqs
+
+@patch
+def _generate(self:VLLMOmniEngine, requests, params, on_finish=None):
+    "One `Omni.generate` call: each prompt `n` times with `n=1` (vLLM-Omni does not fan out `n`), unseeded (the call's seed reaches this process's generators, not the stage's); outputs back in prompt order, samples regrouped."
+    n = params[0].n
+    sp = params[0].clone(); sp.n = 1
+    copies = [dict(r) for r in requests for _ in range(n)]   # Omni writes a request id into each prompt dict
+    done = {int(o.request_id.split('_', 1)[0]): o.request_output for o in self.llm.generate(copies, [sp], use_tqdm=False)}   # '<index>_<uuid>'
+    outs = []
+    for i in range(len(requests)):
+        o = done[i * n]
+        o.outputs = [c for k in range(n) for c in done[i * n + k].outputs]
+        for k, c in enumerate(o.outputs): c.index = k
+        outs.append(o)
+        if on_finish: on_finish(i, [list(c.token_ids) for c in o.outputs])
+    return outs
