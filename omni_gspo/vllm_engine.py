@@ -4,7 +4,7 @@
 
 # %% ../nbs/06a_vllm.ipynb #0a4b0285
 from __future__ import annotations
-import copy, dataclasses, json, logging, math, os, re, shutil, tempfile, time, uuid, warnings
+import copy, dataclasses, json, logging, math, shutil, tempfile, time, uuid, warnings
 from contextlib import contextmanager
 from fastcore.basics import patch
 from pathlib import Path
