@@ -10,7 +10,8 @@ import torch.nn.functional as F
 from fastcore.basics import patch
 from .algos import agg_loss, kl_estimator, kl_loss, opd_loss, policy_loss, rollout_correction_weights
 from .config import ConfigError
-from .model import completion_logprobs, full_tensor, module_mode
+from .lora import full_tensor
+from .logprobs import completion_logprobs, module_mode
 from .platform import all_reduce_values, world_size
 
 # %% auto #0
@@ -61,9 +62,9 @@ class Actor:
             raise ConfigError(f"actor.ppo_mini_batch_size={acfg.ppo_mini_batch_size} must be a multiple of the {self.world} data-parallel ranks")
         self.mini_batch = acfg.ppo_mini_batch_size // self.world       # this rank's prompts per mini-batch
         self.temperature, self.agg, self.token_budget = temperature, algo.loss_agg_mode, acfg.ppo_max_token_len_per_gpu
-        self.packed = adapter.packs(model, acfg.packing)              # one unpadded row per micro-batch (03_model, sequence packing)
+        self.packed = adapter.packs(model, acfg.packing)              # one unpadded row per micro-batch (03d_logprobs, sequence packing)
         self.bucketed = acfg.compile                                   # compiled units: widths padded to buckets (below)
-        self.logits_chunk = acfg.logits_chunk_tokens                   # positions per output-layer chunk (03_model)
+        self.logits_chunk = acfg.logits_chunk_tokens                   # positions per output-layer chunk (03d_logprobs)
         self.params = [p for p in model.parameters() if p.requires_grad]
         o = acfg.optim
         self.opt = torch.optim.AdamW(self.params, lr=o.lr, weight_decay=o.weight_decay)

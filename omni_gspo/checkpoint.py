@@ -13,7 +13,7 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
 from .config import ConfigError, atomic_dir
 from .platform import rank, world_size
-from .model import full_tensor, lora_modules
+from .lora import full_tensor, lora_modules
 
 # %% auto #0
 __all__ = ['list_checkpoints', 'rank_shared_dir', 'save_checkpoint', 'load_checkpoint']

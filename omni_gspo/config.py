@@ -64,9 +64,9 @@ class ModelConfig(Section):
     freeze_vision_tower: bool = True # full-parameter mode (lora_rank=0): keep the vision encoder fixed
     freeze_audio_tower: bool = True  # full-parameter mode (lora_rank=0): keep the audio encoder fixed
     warm_start_steps: int = 300     # tiny models only: supervised steps on generated solutions, so rewards are not all zero
-    fp32_logits: bool = True        # bf16/fp16 models: the output layer computes its logits in fp32 (03_model), in the actor and in both engines (vLLM: its head_dtype override), so rollout and actor probabilities agree as the policy sharpens
-    fp32_residual: bool = True      # bf16/fp16 models: the residual stream between decoder layers is fp32 (03_model), in the actor and the built-in engine (vLLM keeps its own bf16 one): a further 2x closer rollout/actor probabilities
-    attn_implementation: str = choice('sdpa', 'eager', 'flex_attention', 'flash_attention_2', 'flash_attention_3')  # attention kernel the model loads with (03_model): flash_attention_2/3 (CUDA + the flash-attn package) and flex_attention (families that support it, not the Qwen3-Omni thinker; no backward on CPU) skip the cross-row blocks, so actor.packing=auto packs; sdpa/eager: auto pads
+    fp32_logits: bool = True        # bf16/fp16 models: the output layer computes its logits in fp32 (03b_model), in the actor and in both engines (vLLM: its head_dtype override), so rollout and actor probabilities agree as the policy sharpens
+    fp32_residual: bool = True      # bf16/fp16 models: the residual stream between decoder layers is fp32 (03b_model), in the actor and the built-in engine (vLLM keeps its own bf16 one): a further 2x closer rollout/actor probabilities
+    attn_implementation: str = choice('sdpa', 'eager', 'flex_attention', 'flash_attention_2', 'flash_attention_3')  # attention kernel the model loads with (03b_model): flash_attention_2/3 (CUDA + the flash-attn package) and flex_attention (families that support it, not the Qwen3-Omni thinker; no backward on CPU) skip the cross-row blocks, so actor.packing=auto packs; sdpa/eager: auto pads
 
 @dataclass(eq=False, repr=False)
 class OptimConfig(Section):
@@ -84,7 +84,7 @@ class ActorConfig(Section):
     optim: OptimConfig = field(default_factory=OptimConfig)
     ppo_mini_batch_size: int = 4    # prompts per optimizer step; train_batch_size / this = updates per step
     ppo_max_token_len_per_gpu: int = 16384 # tokens per forward (rows × padded length; packed: the rows' real tokens); a mini-batch is split into micro-batches within it
-    packing: str = choice('auto', 'on', 'off')  # a micro-batch's rows as one unpadded sequence, positions restarting per row (03_model); auto: only where attention skips the cross-row blocks (flash_attention_2/3/4, flex_attention), padded with sdpa/eager (they would compute the full S×S); on: always (sdpa/eager: exact via a block-diagonal mask); off: padded
+    packing: str = choice('auto', 'on', 'off')  # a micro-batch's rows as one unpadded sequence, positions restarting per row (03d_logprobs); auto: only where attention skips the cross-row blocks (flash_attention_2/3/4, flex_attention), padded with sdpa/eager (they would compute the full S×S); on: always (sdpa/eager: exact via a block-diagonal mask); off: padded
     activation_checkpointing: bool = False # recompute each decoder layer's activations in the backward pass (memory for time)
     fsdp: bool = False              # shard the actor with FSDP2 (one unit per decoder layer); required with several ranks
     fsdp_cpu_offload: bool = False  # with fsdp: keep parameter shards, gradients and the optimizer step in host memory

@@ -10,8 +10,9 @@ import torch
 from transformers import AutoConfig
 from .config import Config, ConfigError, config_dict, set_key
 from .platform import device_memory_gb
-from .model import (DTYPES, adapter_for, base_model, completion_logprobs, configure_trainable,
-                             resolve_model_path, varlen_attention)
+from .model import DTYPES, adapter_for, base_model, resolve_model_path, varlen_attention
+from .lora import configure_trainable
+from .logprobs import completion_logprobs
 from .fsdp import fsdp_units
 
 # %% auto #0

@@ -15,11 +15,12 @@ from .config import ConfigError
 
 # %% auto #0
 __all__ = ['HARDWARE', 'DEVICE_TYPE', 'VISIBLE_DEVICES', 'DIST_BACKEND', 'RAY_RESOURCES', 'REDUCE_OPS', 'BACKEND_DEVICE',
-           'ENV_DEFAULTS', 'COMPILE_CACHES', 'PlatformError', 'npu_module', 'check_hardware', 'DistEnv', 'dist_env',
-           'torch_device', 'device_count', 'dist_backend', 'ensure_process_group', 'visible_devices_var', 'ray_bundle',
-           'world_size', 'rank', 'all_reduce_values', 'reset_allocator_peak', 'private_pool_gib', 'allocator_peak_gib',
-           'device_used_gib', 'device_memory_gb', 'release_cached_memory', 'kept_rng', 'seeded_rng', 'fp32_gemm_sums',
-           'compile_cache_env', 'apply_env_defaults']
+           'ENV_DEFAULTS', 'COMPILE_CACHES', 'VLLM_ENV_DEFAULTS', 'VLLM_CPU_ENV_DEFAULTS', 'PlatformError',
+           'npu_module', 'check_hardware', 'DistEnv', 'dist_env', 'torch_device', 'device_count', 'dist_backend',
+           'ensure_process_group', 'visible_devices_var', 'ray_bundle', 'world_size', 'rank', 'all_reduce_values',
+           'reset_allocator_peak', 'private_pool_gib', 'allocator_peak_gib', 'device_used_gib', 'device_memory_gb',
+           'release_cached_memory', 'kept_rng', 'seeded_rng', 'fp32_gemm_sums', 'compile_cache_env',
+           'apply_env_defaults', 'cuda_available', 'ipc_collect', 'vllm_env_defaults']
 
 # %% ../nbs/00a_platform.ipynb #4e1f3981
 HARDWARE = ('cpu', 'gpu', 'npu')
@@ -239,3 +240,25 @@ def apply_env_defaults(hardware:str, env=None # a mapping like `os.environ` (def
     new = {k: v for k, v in ENV_DEFAULTS[_known(hardware)].items() if k not in env}
     env.update(new)
     return new | compile_cache_env(env)
+
+# %% ../nbs/00a_platform.ipynb #8823b73e
+def cuda_available()->bool:
+    "Whether torch sees a CUDA device."
+    return torch.cuda.is_available()
+
+def ipc_collect(device:torch.device # the device of tensors shared with another process
+               ):
+    "Free the CUDA blocks of shared tensors the other process has let go of (elsewhere nothing to do)."
+    if device.type == 'cuda': torch.cuda.ipc_collect()
+
+VLLM_ENV_DEFAULTS = {'VLLM_ENABLE_V1_MULTIPROCESSING': '0'}   # an in-process engine: its worker is this process
+VLLM_CPU_ENV_DEFAULTS = {'VLLM_CPU_KVCACHE_SPACE': '1'}        # GiB of KV cache on a CPU; vLLM's default is 4
+
+def vllm_env_defaults(env=None # a mapping like `os.environ` (default: `os.environ`)
+                     )->dict[str, str]:
+    "Set vLLM's defaults for an in-process engine in `env` where unset (before `vllm` is imported); return what was set."
+    env = os.environ if env is None else env
+    want = VLLM_ENV_DEFAULTS | ({} if cuda_available() else VLLM_CPU_ENV_DEFAULTS)
+    new = {k: v for k, v in want.items() if k not in env}
+    env.update(new)
+    return new

@@ -12,12 +12,13 @@ from typing import Protocol, runtime_checkable
 from .config import ConfigError
 from .data import Prompt
 from .media import collate_mm
-from .model import module_mode, base_model
+from .model import base_model
+from .logprobs import module_mode
 from .platform import seeded_rng
 from fastcore.basics import patch
 from torch.distributed.tensor import DTensor
 from transformers import CompileConfig, GenerationConfig, LogitsProcessor, LogitsProcessorList, StaticCache
-from transformers.generation.logits_process import SuppressTokensLogitsProcessor, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+from transformers.generation.logits_process import SuppressTokensLogitsProcessor, TemperatureLogitsWarper
 from transformers import AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
@@ -95,7 +96,7 @@ class HFEngine:
                  max_prompt_len:int=0, # the longest prompt the data allows (`data.max_prompt_length`): the fast path sizes its caches for it; 0: for each batch
                 ):
         self.model, self.tok, self.banned, self.compiled_decode = model, tok, list(banned), compiled_decode
-        self.temperature, self.top_p, self.top_k = rcfg.temperature, rcfg.top_p, rcfg.top_k
+        self.temperature = rcfg.temperature
         self.max_new_tokens, self.max_prompt_len = rcfg.response_length, max_prompt_len
         self.fast_decode, self._caches = rcfg.hf_fast_decode, {}   # the fast path's static caches, by rows (see below)
 
@@ -107,10 +108,7 @@ class HFEngine:
     def _processors(self, greedy):
         ban = [SuppressTokensLogitsProcessor(self.banned, device=self.model.device)] if self.banned else []
         if greedy: return ban
-        ps = ban + ([TemperatureLogitsWarper(self.temperature)] if self.temperature != 1.0 else [])
-        if self.top_k > 0: ps.append(TopKLogitsWarper(self.top_k))
-        if self.top_p < 1.0: ps.append(TopPLogitsWarper(self.top_p))
-        return ps
+        return ban + ([TemperatureLogitsWarper(self.temperature)] if self.temperature != 1.0 else [])
 
     @torch.no_grad()
     def generate(self, prompts:list[Prompt], # token ids and, for images/audio, the processor's features
@@ -126,7 +124,7 @@ class HFEngine:
         ids, mask = left_pad(expanded, self.tok.pad_token_id)
         ids, mask = ids.to(dev), mask.to(dev)
         rec = SampledLogprobs()
-        sampling = {} if greedy else dict(temperature=1.0, top_k=0, top_p=1.0)   # warpers come from `_processors`
+        sampling = {} if greedy else dict(temperature=1.0, top_k=0, top_p=1.0)   # generate's own warpers off (its top_k is 50): ours come from `_processors`
         fast = fast_decode(self.fast_decode, self.model, self.compiled_decode)
         loop, compiled = self._static_decode(len(expanded), max(ids.shape[1], self.max_prompt_len) + self.max_new_tokens) if fast else ({}, None)
         gc = GenerationConfig(do_sample=not greedy, repetition_penalty=1.0, max_new_tokens=self.max_new_tokens, compile_config=compiled,
@@ -148,7 +146,7 @@ class HFEngine:
 CACHE_ROUND = 64   # static cache lengths are rounded up to a multiple of this: nearby prompt lengths share one cache and one graph
 
 def fast_decode(setting:str, # `rollout.hf_fast_decode`: 'auto', 'on' or 'off'
-                model, pays_off:bool=True, # the model family's `compiled_decode` (see `03_model`)
+                model, pays_off:bool=True, # the model family's `compiled_decode` (see `03b_model`)
                )->bool:
     "Whether `HFEngine` decodes `model` with a static KV cache and a compiled step ('auto': on CUDA, unsharded, where it pays off)."
     if setting != 'auto': return setting == 'on'

@@ -17,6 +17,7 @@ from .config import atomic_write_text
 from .data import DataError, read_rows
 from .media import SAMPLE_RATE, PLACEHOLDER_RE, example_from_rl_row
 from .records import prompt_text, read_rollout_records
+from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['CURVES', 'read_metrics', 'metrics_figure', 'write_metrics_html', 'DatasetBrowser', 'diff_colour', 'token_html',
@@ -127,7 +128,7 @@ def token_html(tokens:list[str], rollout_logp:list[float], actor_logp:list[float
     return '<div style="white-space:pre-wrap;font-family:monospace;line-height:1.7">' + ''.join(spans) + '</div>'
 
 
-# %% ../nbs/08_viz.ipynb #6a06ace5
+# %% ../nbs/08_viz.ipynb #aa5ca9f1
 _ALL = 'all'
 
 def _card(r, passes:bool)->str:
@@ -139,6 +140,7 @@ def _card(r, passes:bool)->str:
             f'{r.finish_reason}, {r.response_length} tokens'
             f'<pre style="white-space:pre-wrap;max-height:12em;overflow:auto;font-size:85%">{_html.escape(r.response)}</pre></div>')
 
+# %% ../nbs/08_viz.ipynb #44010bc0
 class RolloutInspector:
     "Browse a run's rollout records: filter, page through groups, and look at one sample's prompt, media, response, reward and token log-probs."
     def __init__(self, run_dir:str|Path, # the run folder (`trainer.output_dir`)
@@ -163,108 +165,125 @@ class RolloutInspector:
         self.reload.on_click(lambda b: self.refresh())
         self.refresh()
 
-    def _quiet(self, f):
-        "Run `f` unless a change made by the inspector itself is being applied."
-        if not self._busy: f()
+# %% ../nbs/08_viz.ipynb #6aee0d37
+@patch
+def _quiet(self:RolloutInspector, f):
+    "Run `f` unless a change made by the inspector itself is being applied."
+    if not self._busy: f()
 
-    def _set(self, *changes):
-        "Apply `(widget, trait, value)` changes without triggering the callbacks."
-        self._busy = True
-        try:
-            for wid, trait, v in changes: setattr(wid, trait, v)
-        finally: self._busy = False
+@patch
+def _set(self:RolloutInspector, *changes):
+    "Apply `(widget, trait, value)` changes without triggering the callbacks."
+    self._busy = True
+    try:
+        for wid, trait, v in changes: setattr(wid, trait, v)
+    finally: self._busy = False
 
-    def refresh(self):
-        "Re-read the run folder's records and update the filter choices, keeping the current choices that still exist."
-        self.df = df = read_rollout_records(self.run_dir)
-        for wid, col in ((self.step, 'step'), (self.source, 'data_source'), (self.finish, 'finish_reason')):
-            vals, cur = sorted(df[col].unique().tolist()), wid.value
-            self._set((wid, 'options', [_ALL] + vals), (wid, 'value', cur if cur in vals else _ALL))
-        lo, hi = (min(0.0, float(df.reward.min())), max(1.0, float(df.reward.max()))) if len(df) else (0.0, 1.0)
-        if (self.reward.min, self.reward.max) != (lo, hi): self._set((self.reward, 'max', hi), (self.reward, 'min', lo), (self.reward, 'value', (lo, hi)))
-        self._filter()
+@patch
+def refresh(self:RolloutInspector):
+    "Re-read the run folder's records and update the filter choices, keeping the current choices that still exist."
+    self.df = df = read_rollout_records(self.run_dir)
+    for wid, col in ((self.step, 'step'), (self.source, 'data_source'), (self.finish, 'finish_reason')):
+        vals, cur = sorted(df[col].unique().tolist()), wid.value
+        self._set((wid, 'options', [_ALL] + vals), (wid, 'value', cur if cur in vals else _ALL))
+    lo, hi = (min(0.0, float(df.reward.min())), max(1.0, float(df.reward.max()))) if len(df) else (0.0, 1.0)
+    if (self.reward.min, self.reward.max) != (lo, hi): self._set((self.reward, 'max', hi), (self.reward, 'min', lo), (self.reward, 'value', (lo, hi)))
+    self._filter()
 
-    def _passes(self, df:pd.DataFrame)->pd.Series:
-        "Which samples of `df` pass the sample filters (reward range, finish reason)."
-        lo, hi = self.reward.value
-        ok = df.reward.between(lo, hi)
-        return ok & (df.finish_reason == self.finish.value) if self.finish.value != _ALL else ok
+# %% ../nbs/08_viz.ipynb #3fcdc7d2
+@patch
+def _passes(self:RolloutInspector, df:pd.DataFrame)->pd.Series:
+    "Which samples of `df` pass the sample filters (reward range, finish reason)."
+    lo, hi = self.reward.value
+    ok = df.reward.between(lo, hi)
+    return ok & (df.finish_reason == self.finish.value) if self.finish.value != _ALL else ok
 
-    def _filter(self):
-        "List the groups that pass the filters and show the first."
-        df = self.df
-        if self.step.value != _ALL: df = df[df.step == self.step.value]
-        if self.source.value != _ALL: df = df[df.data_source == self.source.value]
-        ok = self._passes(df)
-        self._groups = sorted({(int(s), int(g)) for s, g in zip(df.step[ok], df.group_id[ok])})
-        self._set((self.group, 'value', 1), (self.group, 'max', max(len(self._groups), 1)))
-        self._show_group()
+@patch
+def _filter(self:RolloutInspector):
+    "List the groups that pass the filters and show the first."
+    df = self.df
+    if self.step.value != _ALL: df = df[df.step == self.step.value]
+    if self.source.value != _ALL: df = df[df.data_source == self.source.value]
+    ok = self._passes(df)
+    self._groups = sorted({(int(s), int(g)) for s, g in zip(df.step[ok], df.group_id[ok])})
+    self._set((self.group, 'value', 1), (self.group, 'max', max(len(self._groups), 1)))
+    self._show_group()
 
-    def _show_group(self):
-        "Show the group under the slider: status line, the side-by-side cards, and its first sample that passes the filters."
-        if not self._groups:
-            what = 'no rollout records yet' if self.df.empty else 'no rollout group matches the filters'
-            self.status.value = f'<b>{what}</b> ({len(self.df)} records in <code>{_html.escape(str(self.run_dir))}</code>)'
-            self._set((self.sample, 'options', []))
-            self.cards.children, self.html.value, self.tokens.value, self.images.children, self.audios.children = [], '', '', [], []
-            self._state = dict(n_groups=0)
-            return
-        step, gid = self._groups[self.group.value - 1]
-        self._g = g = self.df[(self.df.step == step) & (self.df.group_id == gid)].sort_values('sample')
-        ok = self._passes(g)
-        self.status.value = (f"group <b>{self.group.value}</b> of {len(self._groups)} &middot; step <b>{step}</b>, prompt {gid} of the batch"
-                             f" &middot; <code>{_html.escape(g.data_source.iloc[0])}</code> &middot; {len(g)} samples,"
-                             f" mean reward {g.reward.mean():.3g}")
-        self.cards.children = [widgets.HTML(_card(r, p), layout=widgets.Layout(flex='1 1 0', min_width='150px')) for r, p in zip(g.itertuples(), ok)]
-        first = int(g['sample'][ok].iloc[0])
-        self._set((self.sample, 'options', [int(s) for s in g['sample']]), (self.sample, 'value', first))
-        self._show_sample()
+# %% ../nbs/08_viz.ipynb #f069f2c1
+@patch
+def _show_group(self:RolloutInspector):
+    "Show the group under the slider: status line, the side-by-side cards, and its first sample that passes the filters."
+    if not self._groups:
+        what = 'no rollout records yet' if self.df.empty else 'no rollout group matches the filters'
+        self.status.value = f'<b>{what}</b> ({len(self.df)} records in <code>{_html.escape(str(self.run_dir))}</code>)'
+        self._set((self.sample, 'options', []))
+        self.cards.children, self.html.value, self.tokens.value, self.images.children, self.audios.children = [], '', '', [], []
+        self._state = dict(n_groups=0)
+        return
+    step, gid = self._groups[self.group.value - 1]
+    self._g = g = self.df[(self.df.step == step) & (self.df.group_id == gid)].sort_values('sample')
+    ok = self._passes(g)
+    self.status.value = (f"group <b>{self.group.value}</b> of {len(self._groups)} &middot; step <b>{step}</b>, prompt {gid} of the batch"
+                         f" &middot; <code>{_html.escape(g.data_source.iloc[0])}</code> &middot; {len(g)} samples,"
+                         f" mean reward {g.reward.mean():.3g}")
+    self.cards.children = [widgets.HTML(_card(r, p), layout=widgets.Layout(flex='1 1 0', min_width='150px')) for r, p in zip(g.itertuples(), ok)]
+    first = int(g['sample'][ok].iloc[0])
+    self._set((self.sample, 'options', [int(s) for s in g['sample']]), (self.sample, 'value', first))
+    self._show_sample()
 
-    def _media(self, r)->tuple[object, str|None]:
-        "The `Example` of the record's data row, media loaded (None for a prompt without media), and any load error."
-        if not (r.n_images or r.n_audios): return None, None
-        try:
-            if r.data_file not in self._files: self._files[r.data_file] = read_rows(r.data_file, 'data file')
-            rows = self._files[r.data_file]
-            if not 0 <= r.data_row < len(rows): raise DataError(f"{r.data_file}: no row {r.data_row} (the file has {len(rows)} rows)")
-            return example_from_rl_row(rows[r.data_row], r.data_row, r.data_file), None
-        except DataError as e: return None, str(e)
+# %% ../nbs/08_viz.ipynb #21973ee2
+@patch
+def _media(self:RolloutInspector, r)->tuple[object, str|None]:
+    "The `Example` of the record's data row, media loaded (None for a prompt without media), and any load error."
+    if not (r.n_images or r.n_audios): return None, None
+    try:
+        if r.data_file not in self._files: self._files[r.data_file] = read_rows(r.data_file, 'data file')
+        rows = self._files[r.data_file]
+        if not 0 <= r.data_row < len(rows): raise DataError(f"{r.data_file}: no row {r.data_row} (the file has {len(rows)} rows)")
+        return example_from_rl_row(rows[r.data_row], r.data_row, r.data_file), None
+    except DataError as e: return None, str(e)
 
-    def _show_sample(self):
-        "Show the selected sample of the group: prompt, media, response, reward and its parts, advantage, token log-probs."
-        r = next(x for x in self._g.itertuples() if x.sample == self.sample.value)
-        ex, error = self._media(r)
-        self.images.children, self.audios.children = _media_widgets(ex, self.thumb)
-        parts = {c.removeprefix('reward/'): self._g.loc[r.Index, c] for c in self._g.columns if c.startswith('reward/') and pd.notna(self._g.loc[r.Index, c])}
-        rl, al = list(r.rollout_logprobs), list(r.actor_logprobs)
-        dmax = max((abs(a - b) for a, b in zip(rl, al)), default=0.0)
-        self._state = dict(n_groups=len(self._groups), group=self.group.value, step=int(r.step), group_id=int(r.group_id), sample=int(r.sample),
-                           data_source=r.data_source, data_file=r.data_file, data_row=int(r.data_row), reward=float(r.reward), parts=parts,
-                           advantage=float(r.advantage), finish_reason=r.finish_reason, response=r.response, n_tokens=len(rl),
-                           max_abs_logp_diff=dmax, n_images=len(self.images.children), n_audios=len(self.audios.children), error=error)
-        scores = ' &middot; '.join(f'{_html.escape(k)} <b>{v:.4g}</b>' for k, v in {'reward': r.reward, **parts}.items())
-        self.html.value = (f"<b>step {r.step}, prompt {r.group_id}, sample {r.sample}</b> &middot; <code>{_html.escape(r.data_source)}</code>"
-                           f" &middot; row {r.data_row} of <code>{_html.escape(r.data_file or 'generated problems')}</code>"
-                           f'<pre style="white-space:pre-wrap">{_prompt_html(r.prompt)}</pre>'
-                           f"<b>ground truth:</b> <code>{_html.escape(str(r.ground_truth))}</code>"
-                           + (f'<p style="color:#b00">{_html.escape(error)}</p>' if error else '')
-                           + f'<p>{scores} &middot; advantage <b>{r.advantage:+.4g}</b></p>'
-                           + (f'<p style="color:#b00">reward error: {_html.escape(r.reward_error)}</p>' if isinstance(r.reward_error, str) else '')
-                           + f"<b>response</b> ({r.finish_reason}, {r.response_length} tokens):"
-                           f'<pre style="white-space:pre-wrap">{_html.escape(r.response)}</pre>')
-        self.tokens.value = (f"<b>tokens</b>, coloured by rollout − actor log-prob (red: the rollout engine gave the token more probability than the actor,"
-                             f" blue: less; white ≤ 1e-6, full colour ≥ 0.1); max |diff| = {dmax:.1e}" + token_html(list(r.response_tokens), rl, al))
+# %% ../nbs/08_viz.ipynb #592f8ee6
+@patch
+def _show_sample(self:RolloutInspector):
+    "Show the selected sample of the group: prompt, media, response, reward and its parts, advantage, token log-probs."
+    r = next(x for x in self._g.itertuples() if x.sample == self.sample.value)
+    ex, error = self._media(r)
+    self.images.children, self.audios.children = _media_widgets(ex, self.thumb)
+    parts = {c.removeprefix('reward/'): self._g.loc[r.Index, c] for c in self._g.columns if c.startswith('reward/') and pd.notna(self._g.loc[r.Index, c])}
+    rl, al = list(r.rollout_logprobs), list(r.actor_logprobs)
+    dmax = max((abs(a - b) for a, b in zip(rl, al)), default=0.0)
+    self._state = dict(n_groups=len(self._groups), group=self.group.value, step=int(r.step), group_id=int(r.group_id), sample=int(r.sample),
+                       data_source=r.data_source, data_file=r.data_file, data_row=int(r.data_row), reward=float(r.reward), parts=parts,
+                       advantage=float(r.advantage), finish_reason=r.finish_reason, response=r.response, n_tokens=len(rl),
+                       max_abs_logp_diff=dmax, n_images=len(self.images.children), n_audios=len(self.audios.children), error=error)
+    scores = ' &middot; '.join(f'{_html.escape(k)} <b>{v:.4g}</b>' for k, v in {'reward': r.reward, **parts}.items())
+    self.html.value = (f"<b>step {r.step}, prompt {r.group_id}, sample {r.sample}</b> &middot; <code>{_html.escape(r.data_source)}</code>"
+                       f" &middot; row {r.data_row} of <code>{_html.escape(r.data_file or 'generated problems')}</code>"
+                       f'<pre style="white-space:pre-wrap">{_prompt_html(r.prompt)}</pre>'
+                       f"<b>ground truth:</b> <code>{_html.escape(str(r.ground_truth))}</code>"
+                       + (f'<p style="color:#b00">{_html.escape(error)}</p>' if error else '')
+                       + f'<p>{scores} &middot; advantage <b>{r.advantage:+.4g}</b></p>'
+                       + (f'<p style="color:#b00">reward error: {_html.escape(r.reward_error)}</p>' if isinstance(r.reward_error, str) else '')
+                       + f"<b>response</b> ({r.finish_reason}, {r.response_length} tokens):"
+                       f'<pre style="white-space:pre-wrap">{_html.escape(r.response)}</pre>')
+    self.tokens.value = (f"<b>tokens</b>, coloured by rollout − actor log-prob (red: the rollout engine gave the token more probability than the actor,"
+                         f" blue: less; white ≤ 1e-6, full colour ≥ 0.1); max |diff| = {dmax:.1e}" + token_html(list(r.response_tokens), rl, al))
 
-    def show(self, step:int, group_id:int, sample:int|None=None):
-        "Jump to the group of prompt `group_id` at `step`, and to its `sample` (default: the first); the filters are reset to show everything."
-        self._set((self.step, 'value', _ALL), (self.source, 'value', _ALL), (self.finish, 'value', _ALL), (self.reward, 'value', (self.reward.min, self.reward.max)))
-        self._filter()
-        if (step, group_id) not in self._groups: raise KeyError(f"{self.run_dir}: no rollout records of step {step}, prompt {group_id}")
-        self.group.value = self._groups.index((step, group_id)) + 1
-        if sample is not None: self.sample.value = sample
+# %% ../nbs/08_viz.ipynb #d919f898
+@patch
+def show(self:RolloutInspector, step:int, group_id:int, sample:int|None=None):
+    "Jump to the group of prompt `group_id` at `step`, and to its `sample` (default: the first); the filters are reset to show everything."
+    self._set((self.step, 'value', _ALL), (self.source, 'value', _ALL), (self.finish, 'value', _ALL), (self.reward, 'value', (self.reward.min, self.reward.max)))
+    self._filter()
+    if (step, group_id) not in self._groups: raise KeyError(f"{self.run_dir}: no rollout records of step {step}, prompt {group_id}")
+    self.group.value = self._groups.index((step, group_id)) + 1
+    if sample is not None: self.sample.value = sample
 
-    def current(self)->dict:
-        "What is shown: the group (its number among the listed ones, step, group id, how many are listed) and the sample (reward, parts, advantage, media, log-prob gap, …)."
-        return dict(self._state)
+@patch
+def current(self:RolloutInspector)->dict:
+    "What is shown: the group (its number among the listed ones, step, group id, how many are listed) and the sample (reward, parts, advantage, media, log-prob gap, …)."
+    return dict(self._state)
 
-    def _ipython_display_(self): display(self.widget)
+@patch
+def _ipython_display_(self:RolloutInspector): display(self.widget)

@@ -4,8 +4,9 @@
 
 # %% ../nbs/06a_vllm.ipynb #0a4b0285
 from __future__ import annotations
-import copy, dataclasses, json, logging, math, os, re, shutil, tempfile, time, uuid, warnings
+import copy, dataclasses, json, logging, math, shutil, tempfile, time, uuid, warnings
 from contextlib import contextmanager
+from fastcore.basics import patch
 from pathlib import Path
 import numpy as np
 import torch
@@ -13,25 +14,19 @@ from transformers import Qwen3Config
 from .media import SAMPLE_RATE
 from .rollout import Rollout, left_pad
 from .config import ConfigError, atomic_dir
-from .model import adapter_of, export_weights
-from .platform import rank, release_cached_memory, seeded_rng, world_size
+from .model import adapter_of
+from .lora import export_weights
+from .platform import (cuda_available, ipc_collect, rank, release_cached_memory, seeded_rng, vllm_env_defaults,
+                              world_size)
 
 # %% auto #0
-__all__ = ['MEDIA_PADS', 'THINKER_ARCH', 'EXPERT_KEY', 'RELOAD_CHATTER', 'MROPE_PROBE', 'OMNI_PIPELINE', 'media_pad_ids',
-           'dedup_pads', 'prompt_media', 'build_request', 'export_for_vllm', 'tiny_causal_lm_config',
+__all__ = ['RELOAD_CHATTER', 'dedup_pads', 'prompt_media', 'build_request', 'export_for_vllm', 'tiny_causal_lm_config',
            'write_cpu_moe_experts', 'load_weights_on_worker', 'ReloadMessages', 'quiet_reload', 'unsynced',
            'SyncReport', 'probe_image', 'mrope_agrees', 'shift_offsets', 'fix_mrope_on_worker', 'VLLMEngine',
            'vllm_settings', 'omni_deploy_config', 'write_deploy_config', 'omni_engine_args',
            'load_shared_weights_on_worker', 'VLLMOmniEngine']
 
 # %% ../nbs/06a_vllm.ipynb #02106c37
-MEDIA_PADS = {'image': '<|image_pad|>', 'video': '<|video_pad|>', 'audio': '<|audio_pad|>'}
-
-def media_pad_ids(tok)->dict[int, str]:
-    "Token id → modality for the media pad tokens `tok` knows."
-    ids = {m: tok.convert_tokens_to_ids(t) for m, t in MEDIA_PADS.items()}
-    return {i: m for m, i in ids.items() if i is not None and i != tok.unk_token_id}
-
 def dedup_pads(ids:list[int], pad_ids)->list[int]:
     "`ids` with every run of one repeated pad id (from `pad_ids`) collapsed to a single pad."
     out = []
@@ -46,7 +41,7 @@ def prompt_media(example)->dict|None:
 
 def build_request(ids:list[int], # expanded prompt ids
                   media:dict|None, # {'image': [PIL, ...], 'audio': [float32 array at 16 kHz or (array, sr), ...]}
-                  pad_ids:dict[int, str], # from `media_pad_ids`
+                  pad_ids:dict[int, str], # the adapter's `media_pad_ids(tok)`
                   i:int=0, # prompt index, for messages
                   mm_processor_kwargs:dict|None=None)->dict:
     "A vLLM prompt: token ids (pads deduplicated when media are sent) and the media."
@@ -56,19 +51,18 @@ def build_request(ids:list[int], # expanded prompt ids
     if not media:
         if counts: raise ValueError(f"prompt {i} holds media pad tokens {counts} but no media were given for it")
         return {'prompt_token_ids': list(ids)}
-    unknown = set(media) - set(MEDIA_PADS)
-    if unknown: raise ValueError(f"media of prompt {i}: unknown modalities {sorted(unknown)}; expected some of {list(MEDIA_PADS)}")
+    known = sorted(set(pad_ids.values()))
+    if unknown := set(media) - set(known):
+        raise ValueError(f"media of prompt {i}: unknown modalities {sorted(unknown)}; expected some of {known}")
     mm = {k: list(v) for k, v in media.items() if len(v)}
-    missing = [MEDIA_PADS[k] for k in mm if k not in counts]
-    if missing: raise ValueError(f"prompt {i}: media {sorted(mm)} given but the prompt has no {missing} tokens")
+    if missing := [k for k in mm if k not in counts]:
+        raise ValueError(f"prompt {i}: media {sorted(mm)} given but the prompt has no {missing} pad tokens")
     if 'audio' in mm: mm['audio'] = [a if isinstance(a, tuple) else (np.asarray(a, np.float32), SAMPLE_RATE) for a in mm['audio']]
     req = {'prompt_token_ids': dedup_pads(ids, pad_ids), 'multi_modal_data': mm}
     if mm_processor_kwargs: req['mm_processor_kwargs'] = dict(mm_processor_kwargs)
     return req
 
 # %% ../nbs/06a_vllm.ipynb #d5a6c8a4
-THINKER_ARCH = 'Qwen3OmniMoeThinkerForConditionalGeneration'
-
 def export_for_vllm(model, tok, dest:str|Path, # folder to (re)write
                     processor=None, # the processor that builds prompts (default: the adapter's)
                     weights:bool=True, # False: config, tokenizer and processor only (the engine loads weights by sync)
@@ -96,16 +90,20 @@ def tiny_causal_lm_config(tok, hidden:int=64, layers:int=2)->Qwen3Config:
                        pad_token_id=tok.pad_token_id, bos_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
 
 # %% ../nbs/06a_vllm.ipynb #fb93462d
-EXPERT_KEY = re.compile(r'model\.layers\.(\d+)\.mlp\.experts\.(gate_up_proj|down_proj)$')
-
-def write_cpu_moe_experts(vmodel, # vLLM's Qwen3-Omni thinker module
-                          experts:dict[str, torch.Tensor]):
+def write_cpu_moe_experts(vmodel, # vLLM's model module (Qwen3-Omni's thinker)
+                          experts:dict[str, torch.Tensor], # fused expert weights by checkpoint name
+                          adapter, # the family's adapter: `expert_key` names them, `vllm_experts` places them
+                         ):
     "Write fused transformers expert weights into vLLM's CPU MoE layers, prepacked as its kernel expects."
     from vllm._custom_ops import cpu_prepack_moe_weight
-    for i in sorted({int(EXPERT_KEY.search(k).group(1)) for k in experts}):
-        routed = vmodel.get_submodule(f'language_model.model.layers.{i}.mlp.experts.routed_experts')
+    layers = {}
+    for k, v in experts.items():
+        i, kind = adapter.expert_key.search(k).groups()
+        layers.setdefault(int(i), {})[kind] = v
+    for i, ws in sorted(layers.items()):
+        routed = vmodel.get_submodule(adapter.vllm_experts.format(i))
         kernel = routed.quant_method.moe_kernel.impl.fused_experts
-        w13, w2 = experts[f'model.layers.{i}.mlp.experts.gate_up_proj'], experts[f'model.layers.{i}.mlp.experts.down_proj']
+        w13, w2 = ws['gate_up_proj'], ws['down_proj']
         if getattr(kernel, '_use_zentorch', False) or kernel._padded_intermediate_size(kernel.moe_config) != w2.shape[-1]:
             raise NotImplementedError(f"layer {i}: vLLM pads or repacks these experts (moe_intermediate_size={w2.shape[-1]}); "
                                       "the direct expert write supports multiples of 32 with vLLM's built-in CPU kernels")
@@ -113,17 +111,20 @@ def write_cpu_moe_experts(vmodel, # vLLM's Qwen3-Omni thinker module
         routed.w2_weight.copy_(cpu_prepack_moe_weight(w2.to(routed.w2_weight.dtype).contiguous(), kernel.isa))
 
 def load_weights_on_worker(worker, weights, # iterable of (checkpoint name, tensor), e.g. `export_weights(model)`
-                           prefix:str, moe_expert_fix:bool)->dict:
-    "Runs inside vLLM's worker: reload `weights` as they stream in (`prefix` added), experts directly if `moe_expert_fix`."
+                           adapter, # the family's adapter: `weight_prefix` added to each name, `expert_key`
+                           moe_expert_fix:bool, # write the MoE experts directly (`write_cpu_moe_experts`)
+                          )->dict:
+    "Runs inside vLLM's worker: reload `weights` as they stream in (prefix added), experts directly if `moe_expert_fix`."
     runner, experts, sent, nbytes = worker.model_runner, {}, [], [0]
+    prefix, key = adapter.weight_prefix, adapter.expert_key if moe_expert_fix else None
     def rest():
         for k, v in weights:
             sent.append(k); nbytes[0] += v.numel() * v.element_size()
-            if moe_expert_fix and EXPERT_KEY.search(k): experts[k] = v    # held until the end: the CPU path, tiny models
+            if key and key.search(k): experts[k] = v    # held until the end: the CPU path, tiny models
             else: yield prefix + k, v
     with quiet_reload() as heard: runner.reload_weights(weights_iterator=rest())
     if experts:
-        with torch.no_grad(): write_cpu_moe_experts(runner.model, experts)
+        with torch.no_grad(): write_cpu_moe_experts(runner.model, experts, adapter)
     params = [n for n, _ in runner.get_model().named_parameters()]
     return SyncReport(len(sent), nbytes[0], len(experts), heard.kept_layers,
                       unsynced([k for k in sent if k not in experts], params, heard.not_loaded))
@@ -192,8 +193,6 @@ class SyncReport:
                 f"{seconds:.1f} s, {what}{direct}{kept}")
 
 # %% ../nbs/06a_vllm.ipynb #571cd755
-MROPE_PROBE = [[0, 1, 2, 2, 2, 2, 4, 5], [0, 1, 2, 2, 3, 3, 4, 5], [0, 1, 2, 3, 2, 3, 4, 5]]   # transformers' (t, h, w) positions of the probe
-
 def probe_image(merge:int, # the vision tower's spatial merge size
                ):
     "A stand-in for vLLM's media feature: one image of 1×2m×2m patches (2×2 tokens once merged), its 4 pads from token 2."
@@ -202,10 +201,12 @@ def probe_image(merge:int, # the vision tower's spatial merge size
     return SimpleNamespace(modality='image', identifier='omni_gspo-probe', mm_position=PlaceholderRange(offset=2, length=4),
                            data={'image_grid_thw': SimpleNamespace(data=torch.tensor([1, 2 * merge, 2 * merge]))})
 
-def mrope_agrees(vmodel)->bool:
+def mrope_agrees(vmodel, # vLLM's model module
+                 want:list[list[int]], # transformers' (t, h, w) positions of the probe (the adapter's `mrope_probe`)
+                )->bool:
     "Whether vLLM's model gives the probe image transformers' M-RoPE positions."
     pos, _ = vmodel.get_mrope_input_positions([0] * 8, [probe_image(vmodel.config.vision_config.spatial_merge_size)])
-    return torch.as_tensor(pos).long().tolist() == MROPE_PROBE
+    return torch.as_tensor(pos).long().tolist() == want
 
 def shift_offsets(features:list, by:int)->list:
     "Copies of vLLM media features whose placeholders start `by` tokens later (-1: at the media's start token)."
@@ -216,16 +217,17 @@ def shift_offsets(features:list, by:int)->list:
         out.append(g)
     return out
 
-def fix_mrope_on_worker(worker)->str:
-    "Runs in vLLM's worker: 'ok' if its model places media where transformers does, 'fixed' once its offsets are read one token earlier; raises otherwise."
+def fix_mrope_on_worker(worker, want:list[list[int]], # the adapter's `mrope_probe`
+                       )->str:
+    "Runs in vLLM's worker: 'ok' if its model places media as transformers does, 'fixed' once read a token earlier."
     vmodel = worker.model_runner.get_model()   # the model itself: with CUDA graphs `model_runner.model` is vLLM's graph wrapper
     cls = type(vmodel)
-    if mrope_agrees(vmodel): return 'ok'
+    if mrope_agrees(vmodel, want): return 'ok'
     own = cls.get_mrope_input_positions
     def from_start_token(self, input_tokens, mm_features, *args, **kwargs):
         return own(self, input_tokens, shift_offsets(mm_features, -1), *args, **kwargs)
     cls.get_mrope_input_positions = from_start_token
-    if mrope_agrees(vmodel):
+    if mrope_agrees(vmodel, want):
         warnings.warn(f"vLLM's {cls.__name__} puts media tokens one position off transformers' (vLLM 0.26 does): "
                       "corrected here by reading each media placeholder from its start token")
         return 'fixed'
@@ -234,12 +236,7 @@ def fix_mrope_on_worker(worker)->str:
                        "with or without a one-token shift: rollouts on media prompts would not match the actor; "
                        "use rollout.engine=vllm_omni or another vLLM version")
 
-# %% ../nbs/06a_vllm.ipynb #f09bb44d
-def _vllm_env():
-    "Environment defaults for an in-process engine; must run before `vllm` is imported."
-    os.environ.setdefault('VLLM_ENABLE_V1_MULTIPROCESSING', '0')
-    if not torch.cuda.is_available(): os.environ.setdefault('VLLM_CPU_KVCACHE_SPACE', '1')   # GiB; vLLM's default is 4
-
+# %% ../nbs/06a_vllm.ipynb #cc0a938a
 class VLLMEngine:
     "Rollout engine on a colocated, in-process vLLM `LLM` holding a synced copy of the policy."
     checks_media_positions = True   # vLLM's M-RoPE positions against transformers' (see above), before any request
@@ -250,180 +247,216 @@ class VLLMEngine:
                  max_model_len:int=4096, # prompt + response tokens
                  moe_expert_fix:bool|None=None, # write MoE experts directly (default: on CPU, for thinkers)
                  workdir:str|Path|None=None, # config/adapter folder; default a fresh temporary one, removed by `close`
-                 seed:int=0,
+                 seed:int=0, # vLLM's seed
                  banned:list[int]=(), # token ids never sampled (the adapter's `banned_token_ids`), as in `HFEngine`
                  adapter=None, # the model family's adapter (default: `adapter_of(model)`): names, configs, media limits
-                 fp32_logits:bool=True, # `model.fp32_logits`: a bf16/fp16 engine computes its output layer in fp32, as the actor does
+                 fp32_logits:bool=True, # `model.fp32_logits`: a bf16/fp16 engine computes its output layer in fp32
                  log=print, # where each sync's one-line report goes (rank 0's)
-                 **llm_kwargs):
+                 **llm_kwargs): # further `vllm.LLM` arguments (`vllm_settings`)
         if lora_sync not in ('merge', 'adapter'): raise ValueError(f"lora_sync={lora_sync!r}: expected 'merge' or 'adapter'")
-        if lora_sync == 'adapter' and not hasattr(model, 'peft_config'): raise ValueError("lora_sync='adapter' needs a LoRA (peft) model; use lora_sync='merge' for full weights")
-        _vllm_env()
+        if lora_sync == 'adapter' and not hasattr(model, 'peft_config'):
+            raise ValueError("lora_sync='adapter' needs a LoRA (peft) model; use lora_sync='merge' for full weights")
+        vllm_env_defaults()
         from vllm.platforms import current_platform
-        self.tok, self.lora_sync, self.log, adapter = tok, lora_sync, log, adapter or adapter_of(model)
-        self.temperature, self.top_p, self.top_k = rcfg.temperature, rcfg.top_p, rcfg.top_k
-        self.max_new_tokens = rcfg.response_length
+        self.adapter = adapter = adapter or adapter_of(model)
+        self.tok, self.lora_sync, self.log, self.temperature = tok, lora_sync, log, rcfg.temperature
+        self.max_new_tokens, self.device = rcfg.response_length, next(model.parameters()).device
         self.logit_bias = {int(i): -100.0 for i in banned} or None   # vLLM's most negative bias: probability ~e^-100
-        self.device = next(model.parameters()).device
-        self.pad_ids = media_pad_ids(tok) if adapter.vllm_mm_limits else {}
-        self.prefix = adapter.weight_prefix
+        self.pad_ids = adapter.media_pad_ids(tok)
         self.moe_expert_fix = current_platform.is_cpu() and adapter.direct_expert_write if moe_expert_fix is None else moe_expert_fix
         self._own_workdir, self.workdir = workdir is None, Path(workdir or tempfile.mkdtemp(prefix='omni_gspo_vllm_'))
         folder = export_for_vllm(model, tok, self.workdir/'policy', processor, weights=False, adapter=adapter)
-        kw = dict(dtype=dtype or next(model.parameters()).dtype, max_model_len=max_model_len, seed=seed, enforce_eager=current_platform.is_cpu(),
-                  load_format='dummy', logprobs_mode='processed_logprobs', generation_config='vllm',
-                  enable_sleep_mode=current_platform.is_sleep_mode_available())
-        if fp32_logits and str(kw['dtype']).removeprefix('torch.') != 'float32': kw['hf_overrides'] = {'head_dtype': 'float32'}
-        if adapter.vllm_mm_limits: kw['limit_mm_per_prompt'] = dict(adapter.vllm_mm_limits)
-        if lora_sync == 'adapter':
-            kw.update(enable_lora=True, max_loras=1, max_lora_rank=max(c.r for c in model.peft_config.values()))
+        kw = self._llm_kwargs(model, dtype or next(model.parameters()).dtype, max_model_len, seed, fp32_logits)
         self.llm = self._make_llm(folder, kw | llm_kwargs)
-        if adapter.vllm_mm_limits and self.checks_media_positions: self.llm.collective_rpc(fix_mrope_on_worker)
+        if adapter.mrope_probe and self.checks_media_positions:
+            self.llm.collective_rpc(fix_mrope_on_worker, args=(adapter.mrope_probe,))
         self.asleep, self.lora_request, self.version = set(), None, 0
-        t = time.perf_counter()
-        r = self._push(export_weights(model, merge_lora=lora_sync == 'merge'))
-        merged = ', LoRA merged' if hasattr(model, 'peft_config') and lora_sync == 'merge' else ''
-        self._report(r, None, time.perf_counter() - t, 'every weight' + merged)
-        if lora_sync == 'adapter': self._new_adapter(model)
+        self._first_sync(model)
 
-    @classmethod
-    def from_config(cls, model, tok, adapter, processor, cfg):
-        "The engine the trainer builds: sampling from `cfg.rollout`, vLLM's settings from `cfg.rollout.vllm`."
-        rc = cfg.rollout
-        return cls(model, tok, rc, processor=processor, banned=adapter.banned_token_ids(model), seed=cfg.trainer.seed, adapter=adapter,
-                   max_model_len=cfg.data.max_prompt_length + rc.response_length, fp32_logits=cfg.model.fp32_logits, **vllm_settings(rc.vllm))
+# %% ../nbs/06a_vllm.ipynb #b99220dd
+@patch
+def _llm_kwargs(self:VLLMEngine, model, dtype, max_model_len:int, seed:int, fp32_logits:bool)->dict:
+    "`vllm.LLM` arguments for `model` (see `__init__`)."
+    from vllm.platforms import current_platform
+    kw = dict(dtype=dtype, max_model_len=max_model_len, seed=seed, enforce_eager=current_platform.is_cpu(),
+              load_format='dummy', logprobs_mode='processed_logprobs', generation_config='vllm',
+              enable_sleep_mode=current_platform.is_sleep_mode_available())
+    if fp32_logits and str(dtype).removeprefix('torch.') != 'float32': kw['hf_overrides'] = {'head_dtype': 'float32'}
+    if self.adapter.vllm_mm_limits: kw['limit_mm_per_prompt'] = dict(self.adapter.vllm_mm_limits)
+    if self.lora_sync == 'adapter':
+        kw.update(enable_lora=True, max_loras=1, max_lora_rank=max(c.r for c in model.peft_config.values()))
+    return kw
 
-    def _make_llm(self, folder, kw):
-        from vllm import LLM
-        if kw.get('tensor_parallel_size', 1) > 1:   # worker processes would need a serialising transport (vllm_cpu.md §4b)
-            raise NotImplementedError("VLLMEngine hands weights to an in-process worker: tensor_parallel_size must be 1")
-        if world_size() > 1: kw = {'distributed_executor_backend': 'external_launcher'} | kw   # one engine per rank, in the trainer's group
-        return LLM(model=str(folder), **kw)
+@patch
+def _first_sync(self:VLLMEngine, model):
+    "Load every weight of `model` (LoRA merged, or the base weights and a first adapter)."
+    t = time.perf_counter()
+    r = self._push(export_weights(model, merge_lora=self.lora_sync == 'merge'))
+    merged = ', LoRA merged' if hasattr(model, 'peft_config') and self.lora_sync == 'merge' else ''
+    self._report(r, None, time.perf_counter() - t, 'every weight' + merged)
+    if self.lora_sync == 'adapter': self._new_adapter(model)
 
-    def _push(self, weights)->SyncReport:
-        r = self.llm.collective_rpc(load_weights_on_worker, args=(weights, self.prefix, self.moe_expert_fix))[0]
-        self._reset_caches()
-        return r
+# %% ../nbs/06a_vllm.ipynb #e8b73630
+@patch(cls_method=True)
+def from_config(cls:VLLMEngine, model, tok, adapter, processor, cfg):
+    "The engine the trainer builds: sampling from `cfg.rollout`, vLLM's settings from `cfg.rollout.vllm`."
+    rc = cfg.rollout
+    return cls(model, tok, rc, processor=processor, banned=adapter.banned_token_ids(model), seed=cfg.trainer.seed, adapter=adapter,
+               max_model_len=cfg.data.max_prompt_length + rc.response_length, fp32_logits=cfg.model.fp32_logits, **vllm_settings(rc.vllm))
 
-    def _report(self, r:SyncReport, step:int|None, seconds:float, what:str):
-        "The sync's one line (rank 0); a warning naming what the sync meant to load and vLLM did not (every rank)."
-        if rank() == 0: self.log(r.line(step, seconds, what))
-        if r.unloaded:
-            names = ', '.join(r.unloaded[:10]) + (' ...' if len(r.unloaded) > 10 else '')
-            warnings.warn(f"sync {'at start' if step is None else f'step {step}'}: {len(r.unloaded)} weights of the synced "
-                          f"groups did not reach the engine: {names}", RuntimeWarning)
+@patch
+def _make_llm(self:VLLMEngine, folder, kw):
+    from vllm import LLM
+    if kw.get('tensor_parallel_size', 1) > 1:   # worker processes would need a serialising transport (vllm_cpu.md §4b)
+        raise NotImplementedError("VLLMEngine hands weights to an in-process worker: tensor_parallel_size must be 1")
+    if world_size() > 1: kw = {'distributed_executor_backend': 'external_launcher'} | kw   # one engine per rank, in the trainer's group
+    return LLM(model=str(folder), **kw)
 
-    def _reset_caches(self):
-        with quiet_reload(): self.llm.reset_prefix_cache()   # a reset every sync and every wake: not news
-        self.llm.llm_engine.reset_encoder_cache()
-        self.llm.reset_mm_cache()
+# %% ../nbs/06a_vllm.ipynb #c80e8324
+@patch
+def _push(self:VLLMEngine, weights)->SyncReport:
+    r = self.llm.collective_rpc(load_weights_on_worker, args=(weights, self.adapter, self.moe_expert_fix))[0]
+    self._reset_caches()
+    return r
 
-    def _new_adapter(self, model):
-        "Save the current adapter to a fresh folder and serve it under a new LoRA id; drop the previous one."
-        from vllm.lora.request import LoRARequest
-        self.version += 1
-        d = self.workdir/f'adapter-v{self.version}'
-        with atomic_dir(d) as tmp: model.save_pretrained(tmp)
-        old, self.lora_request = self.lora_request, LoRARequest(f'policy-v{self.version}', self.version, str(d))
-        if old is not None:
-            self.llm.llm_engine.remove_lora(old.lora_int_id)
-            shutil.rmtree(old.lora_path, ignore_errors=True)
+@patch
+def _report(self:VLLMEngine, r:SyncReport, step:int|None, seconds:float, what:str):
+    "The sync's one line (rank 0); a warning naming what the sync meant to load and vLLM did not (every rank)."
+    if rank() == 0: self.log(r.line(step, seconds, what))
+    if r.unloaded:
+        names = ', '.join(r.unloaded[:10]) + (' ...' if len(r.unloaded) > 10 else '')
+        warnings.warn(f"sync {'at start' if step is None else f'step {step}'}: {len(r.unloaded)} weights of the synced "
+                      f"groups did not reach the engine: {names}", RuntimeWarning)
 
-    def sync_weights(self, model, step:int|None=None, # the training step, for the one-line report
-                    )->dict:
-        "Bring the engine's copy up to `model`'s current weights (call every step, weights awake); report it in one line."
-        if 'weights' in self.asleep: raise RuntimeError("sync_weights() while the engine's weights are asleep: call wake(['weights']) first")
-        t = time.perf_counter()
-        if self.lora_sync == 'adapter':
-            self._new_adapter(model)
-            lora = [p for n, p in model.named_parameters() if '.lora_' in n]
-            r, what = SyncReport(len(lora), sum(p.numel() * p.element_size() for p in lora)), f'LoRA adapter v{self.version}'
-        else: r, what = self._push(export_weights(model, changed_only=True)), 'LoRA merged, changed groups'   # __init__: all
-        self._report(r, step, time.perf_counter() - t, what if hasattr(model, 'peft_config') else 'changed groups')
-        return {'sync/tensors': r.tensors, 'sync/gib': r.nbytes / 2**30}
+@patch
+def _reset_caches(self:VLLMEngine):
+    with quiet_reload(): self.llm.reset_prefix_cache()   # a reset every sync and every wake: not news
+    self.llm.llm_engine.reset_encoder_cache()
+    self.llm.reset_mm_cache()
 
-    def sleep(self):
-        "Release the engine's memory for training (vLLM sleep level 1: weights to host memory, KV cache dropped)."
-        self._sleep_engine()
-        self.asleep = {'weights', 'kv_cache'}
+# %% ../nbs/06a_vllm.ipynb #2c6f4d6b
+@patch
+def _new_adapter(self:VLLMEngine, model):
+    "Save the current adapter to a fresh folder and serve it under a new LoRA id; drop the previous one."
+    from vllm.lora.request import LoRARequest
+    self.version += 1
+    d = self.workdir/f'adapter-v{self.version}'
+    with atomic_dir(d) as tmp: model.save_pretrained(tmp)
+    old, self.lora_request = self.lora_request, LoRARequest(f'policy-v{self.version}', self.version, str(d))
+    if old is not None:
+        self.llm.llm_engine.remove_lora(old.lora_int_id)
+        shutil.rmtree(old.lora_path, ignore_errors=True)
 
-    def wake(self, tags=('weights', 'kv_cache')):
-        "Wake `tags` (torch's cached blocks handed back first); once everything is awake the prefix, encoder and media caches are reset."
-        release_cached_memory(self.device)   # vLLM maps its memory itself: what torch keeps cached after the update is not free to it
-        self._wake_engine(list(tags))
-        self.asleep -= set(tags)
-        if not self.asleep: self._reset_caches()
+@patch
+def sync_weights(self:VLLMEngine, model, step:int|None=None, # the training step, for the one-line report
+                )->dict:
+    "Bring the engine's copy up to `model`'s current weights (call every step, weights awake); report it in one line."
+    if 'weights' in self.asleep: raise RuntimeError("sync_weights() while the engine's weights are asleep: call wake(['weights']) first")
+    t = time.perf_counter()
+    if self.lora_sync == 'adapter':
+        self._new_adapter(model)
+        lora = [p for n, p in model.named_parameters() if '.lora_' in n]
+        r, what = SyncReport(len(lora), sum(p.numel() * p.element_size() for p in lora)), f'LoRA adapter v{self.version}'
+    else: r, what = self._push(export_weights(model, changed_only=True)), 'LoRA merged, changed groups'   # __init__: all
+    self._report(r, step, time.perf_counter() - t, what if hasattr(model, 'peft_config') else 'changed groups')
+    return {'sync/tensors': r.tensors, 'sync/gib': r.nbytes / 2**30}
 
-    def _sleep_engine(self): self.llm.sleep(level=1)
-    def _wake_engine(self, tags:list[str]): self.llm.wake_up(tags=tags)
+# %% ../nbs/06a_vllm.ipynb #1e7b3647
+@patch
+def sleep(self:VLLMEngine):
+    "Release the engine's memory for training (vLLM sleep level 1: weights to host memory, KV cache dropped)."
+    self._sleep_engine()
+    self.asleep = {'weights', 'kv_cache'}
 
-    def _sampling(self, n, greedy):
-        from vllm import SamplingParams
-        return SamplingParams(n=n, temperature=0.0 if greedy else self.temperature, top_p=1.0 if greedy else self.top_p,
-                              top_k=-1 if greedy or self.top_k <= 0 else self.top_k, max_tokens=self.max_new_tokens,
-                              logprobs=0, stop_token_ids=[self.tok.eos_token_id], repetition_penalty=1.0,
-                              logit_bias=self.logit_bias, detokenize=False)
+@patch
+def wake(self:VLLMEngine, tags=('weights', 'kv_cache')):
+    "Wake `tags` (torch's cached blocks handed back first); once everything is awake the prefix, encoder and media caches are reset."
+    release_cached_memory(self.device)   # vLLM maps its memory itself: what torch keeps cached after the update is not free to it
+    self._wake_engine(list(tags))
+    self.asleep -= set(tags)
+    if not self.asleep: self._reset_caches()
 
-    def _requests(self, prompts, media):
-        return [build_request(p, m, self.pad_ids, i) for i, (p, m) in enumerate(zip(prompts, media))]
+@patch
+def _sleep_engine(self:VLLMEngine): self.llm.sleep(level=1)
+@patch
+def _wake_engine(self:VLLMEngine, tags:list[str]): self.llm.wake_up(tags=tags)
 
-    def _generate(self, requests, params, on_finish=None):
-        "Run the requests; report each one through `on_finish` the moment vLLM finishes it."
-        first = self.llm.request_counter.counter     # outputs carry the LLM's sequential request ids
-        self.llm.enqueue(requests, params, lora_request=self.lora_request, use_tqdm=False)
-        outs, eng = [None] * len(requests), self.llm.llm_engine
-        while eng.has_unfinished_requests():
-            for o in eng.step():
-                if not o.finished: continue
-                i = int(o.request_id) - first; outs[i] = o
-                if on_finish: on_finish(i, [list(c.token_ids) for c in sorted(o.outputs, key=lambda c: c.index)])
-        return outs
+# %% ../nbs/06a_vllm.ipynb #e577ef68
+@patch
+def _sampling(self:VLLMEngine, n, greedy):
+    from vllm import SamplingParams
+    return SamplingParams(n=n, temperature=0.0 if greedy else self.temperature, max_tokens=self.max_new_tokens,
+                          logprobs=0, stop_token_ids=[self.tok.eos_token_id], repetition_penalty=1.0,
+                          logit_bias=self.logit_bias, detokenize=False)
 
-    @torch.no_grad()
-    def generate(self, prompts:list, n:int=1, greedy:bool=False, seed:int|None=None, on_finish=None)->Rollout:
-        "Sample `n` responses for each prompt (as `HFEngine.generate`); vLLM gets each prompt's raw media, the `Rollout` its processor features."
-        if self.asleep: raise RuntimeError(f"generate() while the engine sleeps ({', '.join(sorted(self.asleep))}): call wake() first")
-        media = [prompt_media(p.example) for p in prompts]
-        if any(m and not p.mm for m, p in zip(media, prompts)):
-            raise ValueError("multimodal prompts need their processor features (`Prompt.mm`) too: the actor recomputes with them")
-        params = [self._sampling(n, greedy) for _ in prompts]
-        ids = [p.ids for p in prompts]
-        with seeded_rng(seed, self.device): outs = self._generate(self._requests(ids, media), params, on_finish)
-        return self._rollout(ids, outs, n, [p.mm for p in prompts for _ in range(n)])
+@patch
+def _requests(self:VLLMEngine, prompts, media):
+    return [build_request(p, m, self.pad_ids, i) for i, (p, m) in enumerate(zip(prompts, media))]
 
-    def _rollout(self, prompts, outs, n, mm)->Rollout:
-        pad, resp, logp, why = self.tok.pad_token_id, [], [], []
-        for i, (p, o) in enumerate(zip(prompts, outs)):
-            if list(o.prompt_token_ids) != list(p):
-                raise ValueError(f"prompt {i}: vLLM expanded it to {len(o.prompt_token_ids)} tokens but it has {len(p)}: "
-                                 "the processor given to the engine differs from the one that built the prompt")
-            for c in sorted(o.outputs, key=lambda c: c.index):
-                if c.finish_reason not in ('stop', 'length'): raise RuntimeError(f"prompt {i}: vLLM ended a sample with {c.finish_reason!r}")
-                resp.append(list(c.token_ids)); why.append(c.finish_reason)
-                logp.append([d[t].logprob for t, d in zip(c.token_ids, c.logprobs)])
-        ids, mask = left_pad([p for p in prompts for _ in range(n)], pad)
-        R = max(map(len, resp))
-        rids, rmask, lp = torch.full((len(resp), R), pad), torch.zeros(len(resp), R, dtype=torch.long), torch.zeros(len(resp), R)
-        for j, (r, l) in enumerate(zip(resp, logp)):
-            rids[j, :len(r)], rmask[j, :len(r)], lp[j, :len(r)] = torch.tensor(r), 1, torch.tensor(l)
-        d = self.device
-        return Rollout(ids.to(d), mask.to(d), rids.to(d), rmask.to(d), lp.to(d), why,
-                       torch.arange(len(prompts), device=d).repeat_interleave(n), mm)
+@patch
+def _generate(self:VLLMEngine, requests, params, on_finish=None):
+    "Run the requests; report each one through `on_finish` the moment vLLM finishes it."
+    first = self.llm.request_counter.counter     # outputs carry the LLM's sequential request ids
+    self.llm.enqueue(requests, params, lora_request=self.lora_request, use_tqdm=False)
+    outs, eng = [None] * len(requests), self.llm.llm_engine
+    while eng.has_unfinished_requests():
+        for o in eng.step():
+            if not o.finished: continue
+            i = int(o.request_id) - first; outs[i] = o
+            if on_finish: on_finish(i, [list(c.token_ids) for c in sorted(o.outputs, key=lambda c: c.index)])
+    return outs
 
-    def close(self):
-        "Shut the engine down and remove its temporary work folder."
-        self._shutdown()
-        del self.llm
-        if self._own_workdir: shutil.rmtree(self.workdir, ignore_errors=True)
+# %% ../nbs/06a_vllm.ipynb #81daa6af
+@patch
+@torch.no_grad()
+def generate(self:VLLMEngine, prompts:list, n:int=1, greedy:bool=False, seed:int|None=None, on_finish=None)->Rollout:
+    "Sample `n` responses for each prompt (as `HFEngine.generate`); vLLM gets each prompt's raw media, the `Rollout` its processor features."
+    if self.asleep: raise RuntimeError(f"generate() while the engine sleeps ({', '.join(sorted(self.asleep))}): call wake() first")
+    media = [prompt_media(p.example) for p in prompts]
+    if any(m and not p.mm for m, p in zip(media, prompts)):
+        raise ValueError("multimodal prompts need their processor features (`Prompt.mm`) too: the actor recomputes with them")
+    params = [self._sampling(n, greedy) for _ in prompts]
+    ids = [p.ids for p in prompts]
+    with seeded_rng(seed, self.device): outs = self._generate(self._requests(ids, media), params, on_finish)
+    return self._rollout(ids, outs, n, [p.mm for p in prompts for _ in range(n)])
 
-    def _shutdown(self): self.llm.llm_engine.engine_core.shutdown()
+@patch
+def _rollout(self:VLLMEngine, prompts, outs, n, mm)->Rollout:
+    pad, resp, logp, why = self.tok.pad_token_id, [], [], []
+    for i, (p, o) in enumerate(zip(prompts, outs)):
+        if list(o.prompt_token_ids) != list(p):
+            raise ValueError(f"prompt {i}: vLLM expanded it to {len(o.prompt_token_ids)} tokens but it has {len(p)}: "
+                             "the processor given to the engine differs from the one that built the prompt")
+        for c in sorted(o.outputs, key=lambda c: c.index):
+            if c.finish_reason not in ('stop', 'length'): raise RuntimeError(f"prompt {i}: vLLM ended a sample with {c.finish_reason!r}")
+            resp.append(list(c.token_ids)); why.append(c.finish_reason)
+            logp.append([d[t].logprob for t, d in zip(c.token_ids, c.logprobs)])
+    ids, mask = left_pad([p for p in prompts for _ in range(n)], pad)
+    R = max(map(len, resp))
+    rids, rmask, lp = torch.full((len(resp), R), pad), torch.zeros(len(resp), R, dtype=torch.long), torch.zeros(len(resp), R)
+    for j, (r, l) in enumerate(zip(resp, logp)):
+        rids[j, :len(r)], rmask[j, :len(r)], lp[j, :len(r)] = torch.tensor(r), 1, torch.tensor(l)
+    d = self.device
+    return Rollout(ids.to(d), mask.to(d), rids.to(d), rmask.to(d), lp.to(d), why,
+                   torch.arange(len(prompts), device=d).repeat_interleave(n), mm)
+
+# %% ../nbs/06a_vllm.ipynb #e0edc828
+@patch
+def close(self:VLLMEngine):
+    "Shut the engine down and remove its temporary work folder."
+    self._shutdown()
+    del self.llm
+    if self._own_workdir: shutil.rmtree(self.workdir, ignore_errors=True)
+
+@patch
+def _shutdown(self:VLLMEngine): self.llm.llm_engine.engine_core.shutdown()
 
 # %% ../nbs/06a_vllm.ipynb #bf981e26
 def vllm_settings(vcfg, # the `rollout.vllm` config section
                   cuda:bool|None=None, # a GPU run (default: whether torch sees CUDA)
                  )->dict:
     "`VLLMEngine` keyword arguments from the `rollout.vllm` config section (its values checked by `check_config`)."
-    cuda = torch.cuda.is_available() if cuda is None else cuda
+    cuda = cuda_available() if cuda is None else cuda
     kw = dict(lora_sync=vcfg.lora_sync, moe_expert_fix={'auto': None, 'direct': True, 'vllm': False}[vcfg.moe_expert_path],
               enforce_eager=not cuda or vcfg.cuda_graphs == 'off', max_num_seqs=vcfg.max_num_seqs)
     if cuda: kw['gpu_memory_utilization'] = vcfg.gpu_memory_utilization
@@ -431,15 +464,17 @@ def vllm_settings(vcfg, # the `rollout.vllm` config section
     if sizes := sorted(vcfg.cudagraph_capture_sizes): kw['compilation_config'] = {'cudagraph_capture_sizes': sizes}
     return kw
 
-# %% ../nbs/06a_vllm.ipynb #904ceca9
-OMNI_PIPELINE = 'qwen3_omni_moe'   # vLLM-Omni 0.26's registry key; with enable_audio_output=False it resolves to the thinker-only pipeline
-
-def omni_deploy_config(first_device:int=0, # logical id of the replica's first device (the actor's), within CUDA_VISIBLE_DEVICES
+# %% ../nbs/06a_vllm.ipynb #1fee0580
+def omni_deploy_config(adapter, # the family's adapter: `vllm_omni_pipeline` and `vllm_omni_arch`
+                       first_device:int=0, # logical id of the replica's first device (the actor's), within CUDA_VISIBLE_DEVICES
                        tensor_parallel_size:int=1)->dict:
-    "vLLM-Omni deploy config of one rollout replica: Qwen3-Omni's thinker-only AR stage, as the thinker class, on `tensor_parallel_size` devices from `first_device`."
-    return {'pipeline': OMNI_PIPELINE, 'async_chunk': False,
+    "vLLM-Omni deploy config of one rollout replica: the adapter's pipeline, its AR stage on devices from `first_device`."
+    if adapter.vllm_omni_pipeline is None:
+        raise ValueError(f"rollout.engine='vllm_omni': {type(adapter).__name__} models have no vLLM-Omni pipeline; "
+                         "use rollout.engine=vllm or hf")
+    return {'pipeline': adapter.vllm_omni_pipeline, 'async_chunk': False,
             'stages': [{'stage_id': 0, 'devices': ','.join(str(first_device + i) for i in range(tensor_parallel_size)),
-                        'tensor_parallel_size': tensor_parallel_size, 'engine_extras': {'model_arch': THINKER_ARCH}}]}
+                        'tensor_parallel_size': tensor_parallel_size, 'engine_extras': {'model_arch': adapter.vllm_omni_arch}}]}
 
 def write_deploy_config(cfg:dict, folder:str|Path)->Path:
     "Write `cfg` as `deploy.yaml` in `folder` (JSON text, which is valid YAML), atomically."
@@ -458,12 +493,15 @@ def omni_engine_args(folder:str|Path, # the exported policy
         'hf_overrides': {'enable_audio_output': False} | kw.get('hf_overrides', {}),
         'logprobs_mode': 'processed_logprobs', 'enable_prefix_caching': False}
 
+# %% ../nbs/06a_vllm.ipynb #152c79f5
 def load_shared_weights_on_worker(worker, payload:bytes, # `ForkingPickler.dumps` of [(checkpoint name, CUDA tensor), ...]: IPC handles
-                                  prefix:str, moe_expert_fix:bool)->SyncReport:
+                                  adapter, moe_expert_fix:bool, # as for `load_weights_on_worker`
+                                 )->SyncReport:
     "Runs in a vLLM-Omni stage's worker process: map the sender's tensors (no copy) and load them as `load_weights_on_worker` does."
     import pickle
-    return load_weights_on_worker(worker, pickle.loads(payload), prefix, moe_expert_fix)
+    return load_weights_on_worker(worker, pickle.loads(payload), adapter, moe_expert_fix)
 
+# %% ../nbs/06a_vllm.ipynb #75588932
 class VLLMOmniEngine(VLLMEngine):
     "`VLLMEngine` on vLLM-Omni's thinker-only AR stage, which runs in its own process (CUDA only: vLLM-Omni has no CPU platform)."
     mm_processor_kwargs = {'use_audio_in_video': False}
@@ -472,7 +510,7 @@ class VLLMOmniEngine(VLLMEngine):
     def _make_llm(self, folder, kw):
         if self.lora_sync != 'merge': raise ValueError("VLLMOmniEngine syncs merged weights only (lora_sync='merge')")
         from vllm_omni.entrypoints.omni import Omni
-        deploy = write_deploy_config(omni_deploy_config(self.device.index or 0, kw.get('tensor_parallel_size', 1)), self.workdir)
+        deploy = write_deploy_config(omni_deploy_config(self.adapter, self.device.index or 0, kw.get('tensor_parallel_size', 1)), self.workdir)
         return Omni(**omni_engine_args(folder, deploy, kw))
 
     def _rpc(self, method, *args)->list:
@@ -483,42 +521,53 @@ class VLLMOmniEngine(VLLMEngine):
         if err: raise RuntimeError(f"vLLM-Omni stage 0, {getattr(method, '__name__', method)}: {err[0]}")
         return out
 
-    def _push(self, weights)->SyncReport:
-        "Send `weights` to the stage's worker as CUDA IPC handles; they stay alive here until it has loaded them."
-        from multiprocessing.reduction import ForkingPickler
-        import torch.multiprocessing   # registers torch's tensor reductions (CUDA: IPC handles)
-        held = [(k, v.detach().to(self.device)) for k, v in weights]
-        out = self._rpc(load_shared_weights_on_worker, bytes(ForkingPickler.dumps(held)), self.prefix, self.moe_expert_fix)[0]
-        del held
-        if self.device.type == 'cuda': torch.cuda.ipc_collect()   # free the blocks of temporaries (merged LoRA weights) the worker has let go of
-        return out[0] if isinstance(out, list) else out   # stage 0's result: one per worker
+# %% ../nbs/06a_vllm.ipynb #b0f34a8a
+@patch
+def _push(self:VLLMOmniEngine, weights)->SyncReport:
+    "Send `weights` to the stage's worker as CUDA IPC handles; they stay alive here until it has loaded them."
+    from multiprocessing.reduction import ForkingPickler
+    import torch.multiprocessing   # registers torch's tensor reductions (CUDA: IPC handles)
+    held = [(k, v.detach().to(self.device)) for k, v in weights]
+    out = self._rpc(load_shared_weights_on_worker, bytes(ForkingPickler.dumps(held)), self.adapter,
+                    self.moe_expert_fix)[0]
+    del held
+    ipc_collect(self.device)   # free the blocks of temporaries (merged LoRA weights) the worker has let go of
+    return out[0] if isinstance(out, list) else out   # stage 0's result: one per worker
 
-    def _reset_caches(self):
-        "Nothing to reset: prefix caching is off, and every call's media have fresh cache keys (`_requests`)."
+@patch
+def _reset_caches(self:VLLMOmniEngine):
+    "Nothing to reset: prefix caching is off, and every call's media have fresh cache keys (`_requests`)."
 
-    def _sleep_engine(self): self._rpc('sleep', 1)              # the stage worker's own sleep (level 1) and wake-up
-    def _wake_engine(self, tags:list[str]): self._rpc('wake_up', tags)
+@patch
+def _sleep_engine(self:VLLMOmniEngine): self._rpc('sleep', 1)              # the stage worker's own sleep (level 1) and wake-up
 
-    def _shutdown(self): self.llm.close()
+@patch
+def _wake_engine(self:VLLMOmniEngine, tags:list[str]): self._rpc('wake_up', tags)
 
-    def _requests(self, prompts, media):
-        "Requests with the processor arguments; each prompt's media under fresh `multi_modal_uuids`, so no encoder output of older weights is reused."
-        reqs = [build_request(p, m, self.pad_ids, i, self.mm_processor_kwargs) for i, (p, m) in enumerate(zip(prompts, media))]
-        for r in reqs:
-            if 'multi_modal_data' in r: r['multi_modal_uuids'] = {k: [uuid.uuid4().hex for _ in v] for k, v in r['multi_modal_data'].items()}
-        return reqs
+@patch
+def _shutdown(self:VLLMOmniEngine): self.llm.close()
 
-    def _generate(self, requests, params, on_finish=None):
-        "One `Omni.generate` call: each prompt `n` times with `n=1` (vLLM-Omni does not fan out `n`), unseeded (the call's seed reaches this process's generators, not the stage's); outputs back in prompt order, samples regrouped."
-        n = params[0].n
-        sp = params[0].clone(); sp.n = 1
-        copies = [dict(r) for r in requests for _ in range(n)]   # Omni writes a request id into each prompt dict
-        done = {int(o.request_id.split('_', 1)[0]): o.request_output for o in self.llm.generate(copies, [sp], use_tqdm=False)}   # '<index>_<uuid>'
-        outs = []
-        for i in range(len(requests)):
-            o = done[i * n]
-            o.outputs = [c for k in range(n) for c in done[i * n + k].outputs]
-            for k, c in enumerate(o.outputs): c.index = k
-            outs.append(o)
-            if on_finish: on_finish(i, [list(c.token_ids) for c in o.outputs])
-        return outs
+# %% ../nbs/06a_vllm.ipynb #3875b9ef
+@patch
+def _requests(self:VLLMOmniEngine, prompts, media):
+    "Requests with the processor arguments; each prompt's media under fresh `multi_modal_uuids`, so no encoder output of older weights is reused."
+    reqs = [build_request(p, m, self.pad_ids, i, self.mm_processor_kwargs) for i, (p, m) in enumerate(zip(prompts, media))]
+    for r in reqs:
+        if 'multi_modal_data' in r: r['multi_modal_uuids'] = {k: [uuid.uuid4().hex for _ in v] for k, v in r['multi_modal_data'].items()}
+    return reqs
+
+@patch
+def _generate(self:VLLMOmniEngine, requests, params, on_finish=None):
+    "One `Omni.generate` call: each prompt `n` times with `n=1` (vLLM-Omni does not fan out `n`), unseeded (the call's seed reaches this process's generators, not the stage's); outputs back in prompt order, samples regrouped."
+    n = params[0].n
+    sp = params[0].clone(); sp.n = 1
+    copies = [dict(r) for r in requests for _ in range(n)]   # Omni writes a request id into each prompt dict
+    done = {int(o.request_id.split('_', 1)[0]): o.request_output for o in self.llm.generate(copies, [sp], use_tqdm=False)}   # '<index>_<uuid>'
+    outs = []
+    for i in range(len(requests)):
+        o = done[i * n]
+        o.outputs = [c for k in range(n) for c in done[i * n + k].outputs]
+        for k, c in enumerate(o.outputs): c.index = k
+        outs.append(o)
+        if on_finish: on_finish(i, [list(c.token_ids) for c in o.outputs])
+    return outs

@@ -11,7 +11,8 @@ import torch.distributed as dist
 from .config import Config
 from .platform import ensure_process_group, fp32_gemm_sums, torch_device, world_size
 from .fsdp import checkpoint_layers, compile_units, shard_model
-from .model import DTYPES, base_model, configure_trainable, load_model, lora_modules, resolve_model_path
+from .model import DTYPES, base_model, load_model, resolve_model_path
+from .lora import configure_trainable, lora_modules
 from .rollout import engine_class
 from .actor import Actor
 from .checkpoint import load_checkpoint, save_checkpoint

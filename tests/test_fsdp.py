@@ -14,8 +14,11 @@ import torch.multiprocessing as mp
 from omni_gspo.algos import agg_loss, policy_loss
 from omni_gspo.config import build_config
 from omni_gspo.fsdp import shard_model
-from omni_gspo.model import export_weights, full_tensor
-from omni_gspo.model import completion_logprobs, configure_trainable, load_model, tiny_model_dir
+from omni_gspo.lora import export_weights, full_tensor
+from omni_gspo.tiny import tiny_model_dir
+from omni_gspo.model import load_model
+from omni_gspo.lora import configure_trainable
+from omni_gspo.logprobs import completion_logprobs
 
 N, P, R, WORLD = 4, 8, 6, 2
 RANK_ROWS = [[0], [1, 2, 3]]

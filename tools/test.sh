@@ -37,7 +37,7 @@ check readme bash -c 'python tools/readme.py && git diff --exit-code -- README.m
 check nb_size python tools/check_nb_size.py     # committed notebooks: no outputs, at most 200 kB each
 
 echo "== build the offline tokenizer and tiny models once ($OMNI_GSPO_CACHE)"
-check build_cache python -c "from omni_gspo.model import tiny_model_dir; from omni_gspo.tokenizer import qwen_tokenizer; qwen_tokenizer(); print(tiny_model_dir('small', 300), tiny_model_dir('omni', 300))"
+check build_cache python -c "from omni_gspo.tiny import tiny_model_dir; from omni_gspo.tokenizer import qwen_tokenizer; qwen_tokenizer(); print(tiny_model_dir('small', 300), tiny_model_dir('omni', 300))"
 
 echo "== notebooks"
 python tools/nbtest.py --n_workers 2 --flags "${NB_FLAGS:-}" 2>&1 | tee .ci/logs/notebooks.log

@@ -15,7 +15,8 @@ import omni_gspo.rollout as rollout
 from omni_gspo.actor import Actor
 from omni_gspo.config import build_config
 from omni_gspo.data import encode_prompts, read_rows
-from omni_gspo.model import adapter_for, configure_trainable, load_policy
+from omni_gspo.model import adapter_for, load_policy
+from omni_gspo.lora import configure_trainable
 from omni_gspo.platform import torch_device
 from omni_gspo.tasks.gsm8k import gsm8k_examples
 

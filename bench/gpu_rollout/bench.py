@@ -193,7 +193,7 @@ def experts_loaded(engine, model)->dict:
 
 def colocation(engine, model)->dict:
     "Weight sync times, the memory `sleep()` returns, and a training step's wake → sync → wake."
-    from omni_gspo.model import export_weights
+    from omni_gspo.lora import export_weights
     def clock(fn):
         sync(); t = time.perf_counter(); out = fn(); sync(); return time.perf_counter() - t, out
     syncs = [clock(lambda: engine.sync_weights(model))[0] for _ in range(2)]

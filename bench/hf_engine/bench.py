@@ -25,7 +25,7 @@ from transformers import Qwen2Config, Qwen2ForCausalLM, Qwen3OmniMoeThinkerConfi
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from omni_gspo.config import atomic_write_text, build_config
 from omni_gspo.data import Prompt
-from omni_gspo.model import completion_logprobs
+from omni_gspo.logprobs import completion_logprobs
 from omni_gspo.rollout import HFEngine, rollout_parity
 
 QWEN_SPECIAL = 151643, 151645   # Qwen's <|endoftext|> (pad) and <|im_end|> (end of turn)

@@ -16,7 +16,8 @@ import argparse, json, time
 import torch
 from omni_gspo.config import RolloutConfig
 from omni_gspo.data import encode_prompts, read_rows
-from omni_gspo.model import base_model, completion_logprobs, load_model, load_tokenizer, running_positions
+from omni_gspo.model import base_model, load_model, load_tokenizer, running_positions
+from omni_gspo.logprobs import completion_logprobs
 from omni_gspo.rollout import HFEngine, rollout_parity
 from omni_gspo.tasks.gsm8k import gsm8k_examples
 

@@ -4,7 +4,7 @@
     python3 bench/logits_precision/head_gpu.py --cpu --tokens 64 --vocab 4096   # a check of the script
 
 The fourth learning run's step cost 20.0 s against 14.4 s, most of it attributed to the fp32 output layer
-(`03_model` `_fp32_linear`: input and weight cast to fp32 on every call, plain fp32 matrix product). This times, side by
+(`03b_model` `_fp32_linear`: input and weight cast to fp32 on every call, plain fp32 matrix product). This times, side by
 side in one process, the ways of computing the logits from the fp32 final hidden state (the fp32 residual stream's
 output) and a bf16 weight:
 `bf16` (input rounded to bf16, bf16 logits), `fp32` (what the package does), `fp32_tf32` (the same with TF32 tensor

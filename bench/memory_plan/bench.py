@@ -108,7 +108,8 @@ def rollout_worker(a, model, dev):
     "The rollout as the trainer runs it: a `RolloutWorker` around `HFEngine` (on the sharded actor's own module) or a colocated `VLLMEngine`, end of turn suppressed so every row is `a.response` long; and the prompt."
     from omni_gspo.config import build_config
     from omni_gspo.data import Example, Prompt
-    from omni_gspo.model import ThinkerAdapter, export_weights
+    from omni_gspo.model import ThinkerAdapter
+    from omni_gspo.lora import export_weights
     from omni_gspo.rollout import HFEngine
     from omni_gspo.tokenizer import qwen_tokenizer
     from omni_gspo.workers import RolloutWorker

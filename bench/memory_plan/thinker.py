@@ -44,7 +44,7 @@ def thinker_config(tiny:bool=False, # the tiny stand-in for CPU checks
 def meta_policy(cfg:Qwen3OmniMoeThinkerConfig, mcfg, # the run config's `model` section (LoRA rank, alpha, targets)
                ):
     "The bf16 thinker on the meta device, made trainable by the project's `configure_trainable` (LoRA or full)."
-    from omni_gspo.model import configure_trainable
+    from omni_gspo.lora import configure_trainable
     torch.set_default_dtype(torch.bfloat16)
     try:
         with torch.device('meta'):

@@ -15,7 +15,8 @@ it has no flex attention in transformers 5.17, and flash kernels need CUDA).
 from __future__ import annotations
 import argparse, json, os, platform, time
 import torch, transformers
-from omni_gspo.model import ThinkerAdapter, completion_logprobs, load_model, load_tokenizer, resolve_model_path
+from omni_gspo.model import ThinkerAdapter, load_model, load_tokenizer, resolve_model_path
+from omni_gspo.logprobs import completion_logprobs
 
 CASES = {'unequal': lambda P, R: [(P, R)] + [(P // 18, R // 8)] * 7,            # one long row, seven short ones: 82% padding
          'spread': lambda P, R: [(P * k // 8, R * k // 8) for k in range(1, 9)],   # lengths 1/8 .. 8/8 of the block: 44% padding

@@ -83,7 +83,8 @@ def build_actor(a, device):
     from omni_gspo.actor import Actor
     from omni_gspo.config import build_config
     from omni_gspo.fsdp import checkpoint_layers
-    from omni_gspo.model import adapter_for, configure_trainable, load_model
+    from omni_gspo.model import adapter_for, load_model
+    from omni_gspo.lora import configure_trainable
     dtype = "float32" if a.tiny else "bfloat16"
     ckpt = Path(tempfile.mkdtemp(prefix="actor_rows_"))
     torch.manual_seed(42)
