@@ -488,8 +488,7 @@ def combination_errors(cfg:Config)->list[str]:
     W = v['hardware.nnodes'] * v['hardware.gpus_per_node']
     every = f'the {W} ranks (hardware.nnodes × hardware.gpus_per_node)'
     P, R, positions = v['data.max_prompt_length'], v['rollout.response_length'], checkpoint_max_positions(v['model.path'])
-    loss, agg = v['algorithm.policy_loss'], v['algorithm.loss_agg_mode']
-    top_k, top_p = cfg.rollout.top_k, cfg.rollout.top_p   # read as attributes: guard-only keys, this check is their use
+    loss, agg, top_k, top_p = v['algorithm.policy_loss'], v['algorithm.loss_agg_mode'], v['rollout.top_k'], v['rollout.top_p']
     unknown = sorted(set(v['logging.loggers']) - {*LOGGERS, 'jsonl'})
     checks = [(_divides(M, B), f'actor.ppo_mini_batch_size ({M}) must divide data.train_batch_size ({B})'),
               (_divides(W, B), f'data.train_batch_size ({B}) must be a multiple of {every}'),
