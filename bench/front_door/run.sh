@@ -8,9 +8,13 @@ leg=${1:?leg}; OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source /tmp/vllm/env.sh
 export PYTHONPATH=/tmp/site:$PWD:$PYTHONPATH OMNI_GSPO_CACHE=/tmp/og_cache TOKENIZERS_PARALLELISM=false PATH=/tmp/bin:$PATH
 LAYERS=${LAYERS:-8}; CKPT=/dev/shm/thinker$LAYERS; RUN=/tmp/fd_run
-# The preset (4 x 80 GB) scaled to one GPU: 32 prompts x 16 samples x 512 tokens, TP 1; a reward with spread on random weights
-SCALE=(hardware.gpus_per_node=1 rollout.tensor_parallel_size=1 data.train_batch_size=32 actor.ppo_mini_batch_size=32
-       rollout.n=16 rollout.response_length=512 reward.custom_function=ascii_fraction trainer.test_freq=0 logging.loggers=console)
+# The preset (4 x 80 GB) scaled to one GPU: 32 prompts x 16 samples x 512 tokens, TP 1; a reward with spread on random weights.
+# 48 layers: 16 prompts x 8 samples, and the memory share `omni-gspo plan` suggests beside the resident 59 GiB actor.
+if [ "$LAYERS" = 48 ]; then FIT=(data.train_batch_size=16 actor.ppo_mini_batch_size=16 rollout.n=8 rollout.vllm.gpu_memory_utilization=0.55)
+  SPLIT=(--disk /tmp/ck48 --disk-shards 7)
+else FIT=(data.train_batch_size=32 actor.ppo_mini_batch_size=32 rollout.n=16); SPLIT=(); fi
+SCALE=(hardware.gpus_per_node=1 rollout.tensor_parallel_size=1 "${FIT[@]}" rollout.response_length=512
+       reward.custom_function=ascii_fraction trainer.test_freq=0 logging.loggers=console)
 ARGS=(recipe=avqa preset=gpu-lora model.path=$CKPT "${SCALE[@]}" logging.progress_bar=false)
 case $leg in
 setup)   # carrying .whl and .gpu/tok (the offline Qwen tokenizer, built where the package index is reachable)
@@ -18,7 +22,7 @@ setup)   # carrying .whl and .gpu/tok (the offline Qwen tokenizer, built where t
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>&1 | grep -v "Target directory" || true
   mkdir -p /tmp/bin; printf '#!/bin/sh\nexec python3 -c "import sys; from omni_gspo.launch import main; sys.exit(main())" "$@"\n' > /tmp/bin/omni-gspo
   chmod +x /tmp/bin/omni-gspo
-  [ -f $CKPT/config.json ] || python3 bench/front_door/checkpoint.py --layers $LAYERS --out $CKPT | tee "$OUT/checkpoint.json"
+  [ -f $CKPT/config.json ] || python3 bench/front_door/checkpoint.py --layers $LAYERS --out $CKPT "${SPLIT[@]}" | tee "$OUT/checkpoint.json"
   omni-gspo plan "${ARGS[@]}" | tee "$OUT/plan.txt" ;;
 train)
   omni-gspo train "${ARGS[@]}" trainer.max_steps=3 trainer.save_freq=3 trainer.output_dir=$RUN 2>&1 | tee "$OUT/train.log"
