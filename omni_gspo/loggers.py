@@ -9,7 +9,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 from .config import ConfigError, LOGGERS, LoggingConfig
 from .platform import dist_env
-from .viz import CURVES, metrics_figure, read_metrics, write_metrics_html
 
 # %% auto #0
 __all__ = ['CONSOLE_KEYS', 'WANDB_DEFAULT_URL', 'WANDB_UPSTREAM', 'WANDB_KEYS', 'PACKAGES', 'JsonlLogger', 'ConsoleLogger',
@@ -152,6 +151,7 @@ def wandb_history(run_file:str|Path)->list[dict]:
 # %% ../nbs/08a_loggers.ipynb #673d7ce6
 def dashboard_keys(rows:list[dict])->list[str]:
     "`CURVES`, then the validation accuracies, the step-time parts and the lower clip fraction present in `rows`."
+    from omni_gspo.viz import CURVES
     seen = dict.fromkeys(k for r in rows for k in r)
     extra = [k for k in seen if (k.startswith('val-core/') and k.endswith('@1')) or (k.startswith('timing_s/') and k != 'timing_s/step')]
     return list(dict.fromkeys([*CURVES, *sorted(extra), 'actor/pg_clipfrac_lower']))
@@ -167,9 +167,12 @@ class DashboardLogger:
     def __init__(self, run_dir:Path, show:bool|None=None, # display in the notebook; None: when a kernel runs
                  every_s:float=10.0): # least seconds between two writes of metrics.html
         self.path, self.show, self.every_s = Path(run_dir)/'metrics.html', in_notebook() if show is None else show, every_s
+        from omni_gspo.viz import read_metrics
         jsonl = Path(run_dir)/'metrics.jsonl'      # a resumed run's earlier steps (the trainer trims the file first)
         self.rows, self.handle, self.written = read_metrics(jsonl) if jsonl.exists() else [], None, -math.inf
-    def figure(self): return metrics_figure(self.rows, dashboard_keys(self.rows))
+    def figure(self):
+        from omni_gspo.viz import metrics_figure
+        return metrics_figure(self.rows, dashboard_keys(self.rows))
     def log(self, metrics:dict, step:int):
         self.rows.append({'training/global_step': step, **metrics})
         if self.show:
@@ -179,6 +182,7 @@ class DashboardLogger:
             else: self.handle.update(bundle, raw=True)
         if time.monotonic() - self.written >= self.every_s: self.write()
     def write(self):
+        from omni_gspo.viz import write_metrics_html
         write_metrics_html(self.rows, self.path, dashboard_keys(self.rows)); self.written = time.monotonic()
     def close(self):
         if self.rows: self.write()
