@@ -6,7 +6,7 @@
 
 One engine per process (each vLLM engine holds ~57 GiB of weights; their start-up compiles CUDA graphs).
 `raw`: vLLM's own `LLM` with `load_format='dummy'`, text decoder only (`language_model_only=True`), CUDA graphs,
-  `gpu_memory_utilization=0.85`, `generate` with `ignore_eos` — the recipe of `../shared/reference/vllm_gpu.md`.
+  `gpu_memory_utilization=0.85`, `generate` with `ignore_eos` — the setup of vLLM's own `vllm bench throughput`.
 `ours`: the policy the trainer holds (the thinker with random bf16 weights, LoRA r32/α64 by `configure_trainable`, ~59 GiB
   resident on the same GPU) and `VLLMEngine.from_config` with the `rollout.vllm` settings (CUDA graphs `auto`, the
   largest `gpu_memory_utilization` that fits beside the actor); `generate` as the trainer calls it. Then: full weight

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Here, from the repo root: fill .gpu/omni, the folder bench/gpu_rollout/omni.py carries to the H200 (Python 3.12, no network there):
 # vLLM-Omni 0.26.0 and what it and omni_gspo import that neither the machine's image nor vLLM's wheel set
-# (../shared/gpu/vllm-0.26.0-wheels.txt) has, install_omni.sh, and the Qwen tokenizer's ranks (qwen.tiktoken).
+# (vllm 0.26.0 and the dependencies its CUDA 13 wheel pins, installed first) has, install_omni.sh, and the Qwen tokenizer's ranks (qwen.tiktoken).
 # vLLM-Omni's other requirements (av, cache-dit, openai-whisper, torchsde, x-transformers, gguf, fa3-fwd, pydantic-settings,
 # imageio-ffmpeg, ...) are imported only by its diffusion, TTS and serving code, not on the thinker's path; loguru is
 # imported on it (vllm_omni/transformers_utils/configs/mammoth_moda2.py) although vLLM-Omni does not declare it.

@@ -1,6 +1,6 @@
 """Smoke test (device): `rollout.engine=vllm_omni`, vLLM-Omni 0.26.0's thinker-only stage, on one H200 (issue 8).
 
-On the H200, once vLLM 0.26.0 is installed (`../shared/gpu/install_vllm.sh`), carrying `.gpu/omni` (the wheels the
+On the H200, once vLLM 0.26.0 is installed (its PyPI wheel and the wheels it pins, into /tmp/vllm), carrying `.gpu/omni` (the wheels the
 machine lacks, `install_omni.sh`, the Qwen tokenizer's `qwen.tiktoken`; `bash bench/gpu_rollout/fetch_omni.sh` makes it here):
 
     source /tmp/vllm/env.sh && bash .gpu/omni/install_omni.sh && PYTHONPATH=/tmp/omni:$PWD:$PYTHONPATH OMNI_GSPO_CACHE=/tmp/omni_cache python3 bench/gpu_rollout/omni.py --out $OUT/omni.jsonl

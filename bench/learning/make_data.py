@@ -10,7 +10,7 @@
   - `gsm8k100.parquet`: the 100 original GSM8K test questions (`split` = 'train-template': every template was
     trained on, never the question itself). This measures in-distribution generalisation: the same problem
     structures in their original wording, not transfer to unseen problem types.
-- `--split templates` (run 2, `run2/`): the templates are split in two by `id_shuffled` parity, so that transfer to
+- `--split templates` (run 2): the templates are split in two by `id_shuffled` parity, so that transfer to
   unseen problem types can be measured.
   - `train.parquet`: instances of the 50 even templates; `heldout.parquet`: instances of the 50 odd ones (never
     trained on) and `heldout128.parquet`, a fixed subset the trainer validates on; `heldout_seen.parquet`: new

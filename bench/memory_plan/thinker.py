@@ -2,7 +2,7 @@
 `configure_trainable`, built on the meta device and materialised with random values (no checkpoint: 59 GiB of bf16).
 
 Shared by `bench/memory_plan/bench.py` and `bench/gpu_rollout/bench.py`. The real dimensions are those of the released
-checkpoint's config.json (`../shared/reference/feasibility.md` §2, `../shared/bench/fsdp2_thinker/`): 48 text layers of 128
+checkpoint's config.json (`Qwen/Qwen3-Omni-30B-A3B-Instruct` on the Hugging Face Hub, `thinker_config`): 48 text layers of 128
 experts (8 active), hidden 2048, vocabulary 152064, a 27-block vision tower and a 32-layer audio tower; 31.7 B parameters.
 """
 from __future__ import annotations

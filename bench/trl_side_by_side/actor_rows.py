@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The actor with every response at full length vs one response ended early (issue 8, benchmark 3's slow steps); prints JSON.
 
-On the H200 (`h200/run1`, `h200/run2`) the steps in which one of 256 responses ended before 256 tokens took 0.9-1.5 s of
+On the H200 the steps in which one of 256 responses ended before 256 tokens took 0.9-1.5 s of
 old log-probs and 2.7-3.9 s of update, against 0.36-0.44 s and 1.7-2.0 s when every response ran to 256 tokens. On the
-CPU the actor's path is the same for both (README, "The slow steps"): the same micro-batches, the same shapes, the same
+CPU the actor's path is the same for both (README, "Result"): the same micro-batches, the same shapes, the same
 SDPA call (a 4-D boolean mask in both: the left-padded prompts always need one). This script times that path on the GPU,
 outside the trainer, so that the rows are the only thing that changes:
 

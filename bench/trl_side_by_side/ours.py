@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Our GSPO trainer on TRL's GSPO benchmark (issue 8, benchmark 3), with the settings of `bench_trl.py`.
 
-`bench_trl.py` (../shared/bench/trl_gspo, copied into .carry/ by prepare.sh) trains TRL 1.16's GRPOTrainer in GSPO mode
+`bench_trl.py` (a peer benchmark script, copied into .carry/ by prepare.sh from the folder it is given) trains TRL 1.16's GRPOTrainer in GSPO mode
 on a random bf16 Qwen2.5-0.5B-architecture model. This script builds the same model (same config, seed, dtype) and
 tokenizer into a checkpoint folder, writes the same arithmetic questions (TRL's own generator, imported from
 bench_trl.py) as a gsm8k-format parquet (question, answer '#### N'), and runs `omni_gspo.trainer.train` in this process:

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Fill bench/trl_side_by_side/.carry/ (git-ignored through .git/info/exclude) with what the GPU call needs from outside
-# the repository: TRL's peer script and its offline Qwen2.5 tokenizer (../shared/bench/trl_gspo), and the Python 3.12
-# wheels the GPU image lacks (that image's package list: /work/.library/device/KINDS.md). Run it here, once, before the
-# GPU call; it prints the folder's size, which must stay well under the 64 MiB a call may carry (with the ~3 MB tree).
+# the repository: the TRL peer benchmark (a folder holding bench_trl.py, which runs TRL 1.16's GRPOTrainer in GSPO mode,
+# its wheels.txt and an offline Qwen2.5 tokenizer/), and the Python 3.12 wheels the GPU image lacks. Run it once before
+# the GPU call; it prints the folder's size, which must stay well under the 64 MiB a call may carry (with the ~3 MB tree).
+#   TRL_SRC=/path/to/trl_gspo bash bench/trl_side_by_side/prepare.sh      (or: bash prepare.sh /path/to/trl_gspo)
 set -euo pipefail
-H=$(cd "$(dirname "$0")" && pwd); C=$H/.carry; TRL_SRC=${TRL_SRC:-$(cd "$H/../../.." && pwd)/shared/bench/trl_gspo}
+H=$(cd "$(dirname "$0")" && pwd); C=$H/.carry; TRL_SRC=${1:-${TRL_SRC:-}}
+[[ -n $TRL_SRC ]] || { echo "prepare.sh: give the TRL peer benchmark's folder (bench_trl.py, wheels.txt, tokenizer/): TRL_SRC=DIR or an argument" >&2; exit 2; }
+for f in bench_trl.py wheels.txt tokenizer; do
+  [[ -e $TRL_SRC/$f ]] || { echo "prepare.sh: $TRL_SRC/$f does not exist (TRL_SRC must hold bench_trl.py, wheels.txt, tokenizer/)" >&2; exit 2; }
+done
 R=$(git -C "$H" rev-parse --show-toplevel)
 grep -qxF /bench/trl_side_by_side/.carry/ "$R/.git/info/exclude" || echo /bench/trl_side_by_side/.carry/ >> "$R/.git/info/exclude"
 mkdir -p "$C/wheels"
