@@ -8,12 +8,14 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
+from torch.distributed.tensor import DTensor
 from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy, fully_shard
 from .model import base_model
 from .platform import compile_cache_env
 
 # %% auto #0
-__all__ = ['fsdp_units', 'checkpoint_layers', 'shard_model', 'compile_units', 'dynamic_dims', 'cacheless_compiled']
+__all__ = ['fsdp_units', 'checkpoint_layers', 'shard_model', 'compile_units', 'dynamic_dims', 'cacheless_compiled',
+           'compute_device']
 
 # %% ../nbs/07b_fsdp.ipynb #ebfc3381
 def fsdp_units(model, # a transformers model or its peft wrapper
@@ -81,3 +83,12 @@ def cacheless_compiled(forward, # a unit's `forward`
         return compiled(*args, **kwargs)
     run.compiled = compiled
     return run
+
+# %% ../nbs/07b_fsdp.ipynb #da5b8a28
+def compute_device(model # a module, sharded by `shard_model` (offloaded or not) or not sharded
+                  )->torch.device:
+    "The device `model` computes on: its parameters', or for FSDP2 shards their mesh's (on the host under CPU offload)."
+    p = next(model.parameters())
+    if not isinstance(p, DTensor): return p.device
+    kind = p.device_mesh.device_type
+    return torch.device(kind) if kind == 'cpu' else torch.device(kind, torch.get_device_module(kind).current_device())

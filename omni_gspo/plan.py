@@ -156,11 +156,11 @@ def tensor_parallel(c:dict)->int:
     return int(c['rollout'].get('tensor_parallel_size', 1))
 
 def prefill_logits(s:ModelSizes, c:dict, sh:Shape)->float:
-    "Bytes of the built-in engine's prefill logits: every prompt position of the rank's rows (and an fp32 head's copy)."
+    "Bytes of the built-in engine's prefill logits, the last position of the rank's rows (and an fp32 head's copy)."
     m = c['model']
     fp32 = m['fp32_logits'] and m['dtype'] != 'float32'
     item = 4 if fp32 else DTYPES[m['dtype']].itemsize
-    return sh.gen_rows * c['data']['max_prompt_length'] * s.vocab * item + (s.vocab * s.hidden * 4 if fp32 else 0)
+    return sh.gen_rows * s.vocab * item + (s.vocab * s.hidden * 4 if fp32 else 0)
 
 def engine_parts(s:ModelSizes, c:dict, sh:Shape, device:float|None)->dict[str, float]:
     "GiB per device of the rollout engine while it generates (vLLM: its share; KV cache unknown without `device`)."

@@ -15,6 +15,7 @@ from .media import collate_mm
 from .model import base_model
 from .logprobs import module_mode
 from .platform import seeded_rng
+from .fsdp import compute_device
 from fastcore.basics import patch
 from torch.distributed.tensor import DTensor
 from transformers import CompileConfig, GenerationConfig, LogitsProcessor, LogitsProcessorList, StaticCache
@@ -27,8 +28,9 @@ import torch.nn.functional as F
 
 # %% auto #0
 __all__ = ['CACHE_ROUND', 'DECODE_COMPILE_OPTIONS', 'STOP_EVERY', 'GROUPED_DECODE', 'ENGINES', 'Rollout', 'SampledLogprobs',
-           'left_pad', 'response_mask', 'HFEngine', 'fast_decode', 'decode_loop', 'grouped_decode_attention',
-           'decode_attention', 'RolloutEngine', 'register_engine', 'engine_class', 'rollout_parity']
+           'left_pad', 'response_mask', 'HFEngine', 'last_position_logits', 'fast_decode', 'decode_loop',
+           'grouped_decode_attention', 'decode_attention', 'RolloutEngine', 'register_engine', 'engine_class',
+           'rollout_parity']
 
 # %% ../nbs/06_rollout.ipynb #9029c8c3
 @dataclass
@@ -105,8 +107,8 @@ class HFEngine:
         "The engine the trainer builds: the actor's module, `cfg.rollout`'s sampling, the adapter's banned tokens and decode choice."
         return cls(model, tok, cfg.rollout, adapter.banned_token_ids(model), adapter.compiled_decode, cfg.data.max_prompt_length)
 
-    def _processors(self, greedy):
-        ban = [SuppressTokensLogitsProcessor(self.banned, device=self.model.device)] if self.banned else []
+    def _processors(self, greedy, dev):
+        ban = [SuppressTokensLogitsProcessor(self.banned, device=dev)] if self.banned else []
         if greedy: return ban
         return ban + ([TemperatureLogitsWarper(self.temperature)] if self.temperature != 1.0 else [])
 
@@ -120,7 +122,7 @@ class HFEngine:
         "Sample `n` responses for each prompt."
         expanded = [p.ids for p in prompts for _ in range(n)]
         mm = [p.mm for p in prompts for _ in range(n)]
-        dev = next(self.model.parameters()).device
+        dev = compute_device(self.model)   # not the parameters' device: CPU-offloaded shards compute on the accelerator
         ids, mask = left_pad(expanded, self.tok.pad_token_id)
         ids, mask = ids.to(dev), mask.to(dev)
         rec = SampledLogprobs()
@@ -130,9 +132,10 @@ class HFEngine:
         gc = GenerationConfig(do_sample=not greedy, repetition_penalty=1.0, max_new_tokens=self.max_new_tokens, compile_config=compiled,
                               eos_token_id=self.tok.eos_token_id, pad_token_id=self.tok.pad_token_id, **sampling)
         feats = {k: v.to(dev) for k, v in collate_mm(mm).items()} if mm else {}
-        with seeded_rng(seed, dev), module_mode(self.model, False), decode_attention(self.model) if fast else nullcontext():
+        attn = decode_attention(self.model) if fast else nullcontext()
+        with seeded_rng(seed, dev), module_mode(self.model, False), last_position_logits(self.model), attn:
             out = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=gc, **loop, **feats,
-                                      logits_processor=LogitsProcessorList(self._processors(greedy) + [rec]))
+                                      logits_processor=LogitsProcessorList(self._processors(greedy, dev) + [rec]))
         resp = out[:, ids.shape[1]:]
         rmask, reasons = response_mask(resp, self.tok.eos_token_id)
         R = int(rmask.sum(1).max())   # the fast path's loop may run a few steps past the end of the last row
@@ -141,6 +144,18 @@ class HFEngine:
         if on_finish:   # transformers returns the whole batch at once
             for i in range(len(prompts)): on_finish(i, [resp[j][rmask[j].bool()].tolist() for j in range(i * n, (i + 1) * n)])
         return Rollout(ids, mask, resp, rmask, logp, reasons, torch.arange(len(prompts), device=dev).repeat_interleave(n), mm)
+
+# %% ../nbs/06_rollout.ipynb #4fcd01b9
+def _last_position(head, args):
+    "Output-layer pre-hook: its input at the last position only, [B, L, H] -> [B, 1, H]."
+    return (args[0][:, -1:], *args[1:])
+
+@contextmanager
+def last_position_logits(model):
+    "Within: `model`'s output layer computes the logits of the last position only ([B, 1, V]), all `generate` reads."
+    hook = base_model(model).get_output_embeddings().register_forward_pre_hook(_last_position, prepend=True)
+    try: yield model
+    finally: hook.remove()
 
 # %% ../nbs/06_rollout.ipynb #d877f32e
 CACHE_ROUND = 64   # static cache lengths are rounded up to a multiple of this: nearby prompt lengths share one cache and one graph

@@ -16,6 +16,7 @@ from .rollout import Rollout, left_pad
 from .config import ConfigError, atomic_dir
 from .model import adapter_of
 from .lora import export_weights
+from .fsdp import compute_device
 from .platform import (cuda_available, ipc_collect, rank, release_cached_memory, seeded_rng, vllm_env_defaults,
                               world_size)
 
@@ -260,7 +261,7 @@ class VLLMEngine:
         from vllm.platforms import current_platform
         self.adapter = adapter = adapter or adapter_of(model)
         self.tok, self.lora_sync, self.log, self.temperature = tok, lora_sync, log, rcfg.temperature
-        self.max_new_tokens, self.device = rcfg.response_length, next(model.parameters()).device
+        self.max_new_tokens, self.device = rcfg.response_length, compute_device(model)   # not offloaded shards'
         self.logit_bias = {int(i): -100.0 for i in banned} or None   # vLLM's most negative bias: probability ~e^-100
         self.pad_ids = adapter.media_pad_ids(tok)
         self.moe_expert_fix = current_platform.is_cpu() and adapter.direct_expert_write if moe_expert_fix is None else moe_expert_fix

@@ -59,12 +59,14 @@ def row(name, src, kind, measured, over, cal, p)->dict:
 
 HF = 'bench/hf_engine/result_h200_thinker.json'
 ENGINE_ROWS = [   # (name, source, rows, measured torch peak GiB): plain `generate`, 256 + 256 tokens, bf16 head
-    ('hf engine prefill + decode, 64 rows', f'{HF} row 1 (generate)', 64, 15.59),
-    ('hf engine prefill + decode, 256 rows', f'{HF} row 3 (generate)', 256, 30.94),
+    ('plain generate prefill + decode, 64 rows', f'{HF} row 1 (generate)', 64, 15.59),
+    ('plain generate prefill + decode, 256 rows', f'{HF} row 3 (generate)', 256, 30.94),
 ]
 
 def engine_row(name, src, rows, measured, folder)->dict:
-    "The built-in engine's parts (KV cache, prefill logits) plus the slice's counted weights, against torch's peak."
+    """The built-in engine's parts (KV cache, prefill logits) plus the slice's counted weights, against torch's peak;
+    and the prefill's logits at every other prompt position, which transformers' plain `generate` (what the bench ran)
+    computes for the thinker and `HFEngine` no longer does (`last_position_logits`, nbs/06_rollout.ipynb)."""
     from omni_gspo.config import build_config, config_dict
     from omni_gspo.plan import GIB, engine_parts, model_sizes, shape_of
     over = {'model.path': str(folder), 'model.dtype': 'bfloat16', 'model.fp32_logits': False, 'rollout.n': rows,
@@ -72,6 +74,8 @@ def engine_row(name, src, rows, measured, folder)->dict:
             'rollout.response_length': 256}
     cfg = build_config('gsm8k', over); c = config_dict(cfg); s = model_sizes(cfg)
     parts = {'weights (towers shrunk in the bench: left out)': s.frozen} | engine_parts(s, c, shape_of(c), None)
+    P = c['data']['max_prompt_length']
+    parts['plain generate: logits at the other prompt positions'] = rows * (P - 1) * s.vocab * 2   # bf16 head
     parts = {k: round(v / GIB, 2) for k, v in parts.items()}
     pred = sum(parts.values())
     return {'name': name, 'source': src, 'measured': {ALLOC: measured}, 'predicted': {ALLOC: round(pred, 2)},
