@@ -8,7 +8,7 @@ import papermill as pm
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-CLI = str(Path(sys.executable).with_name('omni-gspo'))
+from console import run_main as run_cli, run_script   # run_cli: `main` in this process (tests/console.py says why)
 
 
 def only_run(runs):
@@ -18,12 +18,16 @@ def only_run(runs):
     return dirs[0]
 
 
-def run_cli(*args, cwd):
-    return subprocess.run([CLI, *args], cwd=cwd, capture_output=True, text=True, timeout=900)
+def test_console_script_is_main(tmp_path):
+    "The installed `omni-gspo` script prints and exits as `main` does: help, an error and a config (tests/console.py)."
+    for args in (['--help'], ['train', 'recipe=gsm9k'], ['config', 'recipe=avqa', 'trainer.max_steps=3']):
+        script, here = run_script(*args, cwd=tmp_path), run_cli(*args, cwd=tmp_path)
+        assert (script.returncode, script.stdout, script.stderr) == (here.returncode, here.stdout, here.stderr), args
+        assert script.stdout or script.stderr.startswith('omni-gspo: error: '), args
 
 
 def test_cli_train_short_run(tmp_path):
-    r = run_cli('train', 'trainer.max_steps=2', 'data.train_batch_size=8', 'rollout.n=4', 'trainer.test_freq=2',
+    r = run_script('train', 'trainer.max_steps=2', 'data.train_batch_size=8', 'rollout.n=4', 'trainer.test_freq=2',
                 'logging.progress_bar=false', 'trainer.output_dir=run', cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     assert json.loads((tmp_path/'run'/'config.json').read_text())['actor']['optim']['lr'] == 0.002   # the recipe default, saved
@@ -37,7 +41,7 @@ def test_cli_train_short_run(tmp_path):
 
 @pytest.mark.parametrize('recipe', ['gsm8k', 'avqa'])
 def test_cli_train_with_vllm_engine(tmp_path, recipe):
-    r = run_cli('train', f'recipe={recipe}', 'rollout.engine=vllm', 'trainer.max_steps=2', 'trainer.test_freq=2',
+    r = run_script('train', f'recipe={recipe}', 'rollout.engine=vllm', 'trainer.max_steps=2', 'trainer.test_freq=2',
                 'data.train_batch_size=4', 'actor.ppo_mini_batch_size=2', 'rollout.n=4', 'logging.progress_bar=false',
                 'rollout.vllm.max_num_seqs=16', 'trainer.output_dir=run', cwd=tmp_path)   # the engine reads its config section
     assert r.returncode == 0, r.stderr[-3000:]
