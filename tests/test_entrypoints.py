@@ -61,7 +61,6 @@ def test_sabotaged_weight_sync_stops_the_run(tmp_path):
               "from omni_gspo.launch import main; sys.exit(main(sys.argv[1:]))")
     r = subprocess.run([sys.executable, '-c', script, 'train', 'rollout.engine=vllm', 'trainer.max_steps=3', 'trainer.test_freq=0',
                         'data.train_batch_size=4', 'actor.ppo_mini_batch_size=2', 'rollout.n=4', 'actor.optim.lr=0.5',
-                        'rollout.response_length=24',
                         'logging.progress_bar=false', 'trainer.output_dir=run'], cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert r.returncode != 0
     assert 'step 2: rollout and actor log-probs disagree' in r.stderr and 'weight sync did not take effect' in r.stderr, r.stderr[-2000:]

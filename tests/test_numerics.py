@@ -13,8 +13,7 @@ CLI = str(Path(sys.executable).with_name('omni-gspo'))
 def test_temperature_and_dropout_keep_parity(tmp_path, engine):
     r = subprocess.run([CLI, 'train', f'rollout.engine={engine}', 'rollout.temperature=0.7', 'model.lora_dropout=0.05',
                         'algorithm.rollout_is=mis', 'trainer.max_steps=2', 'trainer.test_freq=0', 'data.train_batch_size=4',
-                        'actor.ppo_mini_batch_size=2', 'rollout.n=4', 'rollout.response_length=24', 'logging.progress_bar=false',
-                        'trainer.output_dir=run'],
+                        'actor.ppo_mini_batch_size=2', 'rollout.n=4', 'logging.progress_bar=false', 'trainer.output_dir=run'],
                        cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     rows = [json.loads(l) for l in (tmp_path/'run'/'metrics.jsonl').read_text().splitlines()]
