@@ -1,14 +1,15 @@
 """End-to-end checks of the user-facing entry points: the `omni-gspo` console script and the papermill recipe.
 
-These run the installed package the way a user does (a subprocess / a Jupyter kernel), complementing the
-notebook tests, which exercise the library in-process."""
+Training runs go through the installed package the way a user does (a subprocess / a Jupyter kernel), complementing
+the notebook tests, which exercise the library in-process; what `config`, `--help` and a refused `train` print is
+checked on the script's `main` in this process (`run_cli`), which `test_console_script_is_main` ties to the script."""
 import json, os, subprocess, sys, time
 from pathlib import Path
 import papermill as pm
 import pytest
+from console import run_main as run_cli, run_script   # tests/console.py
 
 ROOT = Path(__file__).resolve().parent.parent
-from console import run_main as run_cli, run_script   # run_cli: `main` in this process (tests/console.py says why)
 
 
 def only_run(runs):
