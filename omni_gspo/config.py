@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_config.ipynb #14a080a9
 from __future__ import annotations
-import difflib, json, os, shutil, tempfile, typing
+import difflib, functools, json, os, shutil, tempfile, typing
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -199,6 +199,7 @@ def config_dict(sec:Section)->dict:
     return {f.name: config_dict(d[f.name]) if isinstance(d[f.name], Section) else d[f.name] for f in fields(sec)}
 
 # %% ../nbs/00_config.ipynb #9945b353
+@functools.cache   # the classes never change: their hints are worked out once, not on every key a config sets
 def _hints(cls): return typing.get_type_hints(cls)
 
 def leaf_keys(cls=Config, prefix='')->dict:

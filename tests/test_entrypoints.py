@@ -1,14 +1,15 @@
 """End-to-end checks of the user-facing entry points: the `omni-gspo` console script and the papermill recipe.
 
-These run the installed package the way a user does (a subprocess / a Jupyter kernel), complementing the
-notebook tests, which exercise the library in-process."""
+Training runs go through the installed package the way a user does (a subprocess / a Jupyter kernel), complementing
+the notebook tests, which exercise the library in-process; what `config`, `--help` and a refused `train` print is
+checked on the script's `main` in this process (`run_cli`), which `test_console_script_is_main` ties to the script."""
 import json, os, subprocess, sys, time
 from pathlib import Path
 import papermill as pm
 import pytest
+from console import run_main as run_cli, run_script   # tests/console.py
 
 ROOT = Path(__file__).resolve().parent.parent
-CLI = str(Path(sys.executable).with_name('omni-gspo'))
 
 
 def only_run(runs):
@@ -18,28 +19,35 @@ def only_run(runs):
     return dirs[0]
 
 
-def run_cli(*args, cwd):
-    return subprocess.run([CLI, *args], cwd=cwd, capture_output=True, text=True, timeout=900)
+def test_console_script_is_main(tmp_path):
+    "The installed `omni-gspo` script prints and exits as `main` does: help, an error and a config (tests/console.py)."
+    for args in (['--help'], ['train', 'recipe=gsm9k'], ['config', 'recipe=avqa', 'trainer.max_steps=3']):
+        script, here = run_script(*args, cwd=tmp_path), run_cli(*args, cwd=tmp_path)
+        assert (script.returncode, script.stdout, script.stderr) == (here.returncode, here.stdout, here.stderr), args
+        assert script.stdout or script.stderr.startswith('omni-gspo: error: '), args
 
 
 def test_cli_train_short_run(tmp_path):
-    r = run_cli('train', 'trainer.max_steps=2', 'data.train_batch_size=8', 'rollout.n=4', 'trainer.test_freq=2',
-                'logging.progress_bar=false', 'trainer.output_dir=run', cwd=tmp_path)
+    r = run_script('train', 'trainer.max_steps=2', 'data.train_batch_size=8', 'rollout.n=4', 'trainer.test_freq=2',
+                   'data.generated_val_size=8', 'rollout.response_length=24', 'logging.progress_bar=false',
+                   'trainer.output_dir=run', cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     assert json.loads((tmp_path/'run'/'config.json').read_text())['actor']['optim']['lr'] == 0.002   # the recipe default, saved
     tail = r.stdout.strip().splitlines()[-3:]
     assert [l.split(':')[0] for l in tail] == ['metrics', 'plot', 'checkpoint'], tail
     rows = [json.loads(l) for l in (tmp_path/'run'/'metrics.jsonl').read_text().splitlines()]
     assert [x['training/global_step'] for x in rows] == [2 - 1, 2]
+    assert 'val-core/openai/gsm8k/acc/mean@1' in rows[1]                   # validated after the last step
     assert (tmp_path/'run'/'checkpoints'/'step_2'/'adapter_model.safetensors').exists()
     assert json.loads((tmp_path/'run'/'config.json').read_text())['trainer']['max_steps'] == 2
 
 
 @pytest.mark.parametrize('recipe', ['gsm8k', 'avqa'])
 def test_cli_train_with_vllm_engine(tmp_path, recipe):
-    r = run_cli('train', f'recipe={recipe}', 'rollout.engine=vllm', 'trainer.max_steps=2', 'trainer.test_freq=2',
+    r = run_script('train', f'recipe={recipe}', 'rollout.engine=vllm', 'trainer.max_steps=2', 'trainer.test_freq=2',
                 'data.train_batch_size=4', 'actor.ppo_mini_batch_size=2', 'rollout.n=4', 'logging.progress_bar=false',
-                'rollout.vllm.max_num_seqs=16', 'trainer.output_dir=run', cwd=tmp_path)   # the engine reads its config section
+                'rollout.vllm.max_num_seqs=16', 'data.generated_val_size=8', 'trainer.output_dir=run',
+                cwd=tmp_path)   # the engine reads its config section
     assert r.returncode == 0, r.stderr[-3000:]
     rows = [json.loads(l) for l in (tmp_path/'run'/'metrics.jsonl').read_text().splitlines()]
     assert [x['training/global_step'] for x in rows] == [1, 2]
@@ -156,10 +164,12 @@ def test_papermill_mmk12_opd_defaults(tmp_path):
 def test_papermill_parameters_override(tmp_path):
     out = tmp_path/'out.ipynb'
     pm.execute_notebook(str(ROOT/'nbs'/'train_gsm8k.ipynb'), str(out), cwd=str(tmp_path), kernel_name='python3',
-                        progress_bar=False, parameters={'max_steps': 1, 'overrides': {'trainer.output_dir': 'other', 'rollout.n': 2}})
+                        progress_bar=False, parameters={'max_steps': 1, 'overrides': {'trainer.output_dir': 'other', 'rollout.n': 2,
+                                                                 'data.generated_val_size': 8}})   # validation as quick
     rows = [json.loads(l) for l in (tmp_path/'other'/'metrics.jsonl').read_text().splitlines()]
     assert len(rows) == 1
-    assert json.loads((tmp_path/'other'/'config.json').read_text())['rollout']['n'] == 2
+    saved = json.loads((tmp_path/'other'/'config.json').read_text())
+    assert (saved['rollout']['n'], saved['data']['generated_val_size']) == (2, 8)
 
 
 def _has_cuda():

@@ -1,5 +1,6 @@
-"""Each preset against the upstream launch script it reproduces, through `omni-gspo config` (a subprocess, as a user
-runs it), `preset_config` and the recipe notebooks' `notebook_config`; unknown presets and verl's own keys.
+"""Each preset against the upstream launch script it reproduces, through `omni-gspo config` (its `main`, run in this
+process: tests/console.py says why), `preset_config` and the recipe notebooks' `notebook_config`; unknown presets and
+verl's own keys.
 
 The values are read from verl-project/verl-omni, examples/gspo_trainer/qwen3_omni/ (main @ a1139baf; AVQA GPU @
 72d104b5; the OPD script from PR #375), written here as the script writes them: (verl key, value, our key)."""
@@ -11,7 +12,7 @@ from omni_gspo.launch import notebook_config
 from omni_gspo.presets import PRESETS, missing_features, preset_config
 
 ROOT = Path(__file__).resolve().parent.parent
-CLI = str(Path(sys.executable).with_name('omni-gspo'))
+from console import run_main as cli
 sys.path.insert(0, str(ROOT/'bench'/'memory_plan'))
 
 
@@ -96,8 +97,6 @@ UPSTREAM = {('gpu-lora', 'gsm8k'): GSM8K_GPU, ('gpu-lora', 'mmk12'): MMK12_GPU, 
 
 
 def ours(key, value): return DERIVED.get((key, value if not isinstance(value, list) else None), value)
-
-def cli(*args, cwd=None): return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=300, cwd=cwd)
 
 def printed(out:str)->dict:
     "`omni-gspo config`'s `key = value` lines as a dict."
