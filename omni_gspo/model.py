@@ -25,7 +25,7 @@ from .tiny import tiny_model_dir
 __all__ = ['DTYPES', 'ADAPTERS', 'ATTENTION_SUPPORT', 'FLASH_PACKAGES', 'vllm_thinker_config', 'vllm_processor', 'base_model',
            'running_positions', 'varlen_attention', 'CausalLMAdapter', 'ThinkerAdapter', 'register_adapter',
            'adapter_for', 'adapter_of', 'fp32_logits_layer', 'fp32_residual_stream', 'resolve_model_path',
-           'load_tokenizer', 'attention_problem', 'check_attention', 'load_model', 'load_policy', 'noised_copy']
+           'load_tokenizer', 'attention_problem', 'check_attention', 'load_model', 'noised_copy']
 
 # %% ../nbs/03b_model.ipynb #80fb68d5
 def vllm_thinker_config(cfg, # the thinker's `Qwen3OmniMoeThinkerConfig`
@@ -364,21 +364,15 @@ def load_model(path:Path, dtype:str, device:torch.device,
                attn_implementation:str='sdpa', # `model.attn_implementation`
                fp32_logits:bool=True, # `model.fp32_logits`: the output layer computes in fp32 (`fp32_logits_layer`)
                fp32_residual:bool=True, # `model.fp32_residual`: the residual stream runs in fp32 (`fp32_residual_stream`)
+               adapter:CausalLMAdapter|None=None, # the checkpoint's adapter, where the caller has it; None: `adapter_for(path)`
               )->nn.Module:
     """The checkpoint at `path`, loaded by its adapter with attention `attn_implementation` (vetted first), in `dtype`,
     on `device`."""
-    ad = adapter_for(path)
+    ad = adapter or adapter_for(path)
     check_attention(ad.model_class(path), attn_implementation, device)
     m = ad.load(path, DTYPES[dtype], attn_implementation).to(device)
     if fp32_logits: fp32_logits_layer(m)
     return fp32_residual_stream(m, ad.decoder_layers(m)) if fp32_residual else m
-
-def load_policy(mcfg, # `ModelConfig`
-                device:torch.device)->tuple[nn.Module, object]:
-    """Model (in `mcfg.dtype`, with attention `mcfg.attn_implementation`, `mcfg.fp32_logits` and `mcfg.fp32_residual`,
-    on `device`) and tokenizer for `mcfg.path`."""
-    path = resolve_model_path(mcfg.path, mcfg.warm_start_steps)
-    return load_model(path, mcfg.dtype, device, mcfg.attn_implementation, mcfg.fp32_logits, mcfg.fp32_residual), load_tokenizer(path)
 
 # %% ../nbs/03b_model.ipynb #45697638
 def noised_copy(src:Path, # checkpoint folder of the teacher

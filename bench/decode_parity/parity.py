@@ -15,7 +15,7 @@ import omni_gspo.rollout as rollout
 from omni_gspo.actor import Actor
 from omni_gspo.config import build_config
 from omni_gspo.data import encode_prompts, read_rows
-from omni_gspo.model import adapter_for, load_policy
+from omni_gspo.model import adapter_for, load_model, load_tokenizer, resolve_model_path
 from omni_gspo.lora import configure_trainable
 from omni_gspo.platform import torch_device
 from omni_gspo.tasks.gsm8k import gsm8k_examples
@@ -28,7 +28,9 @@ def policy(model:str, tokens:int, lora_std:float, device):
     cfg = build_config(overrides={'model.path': model, 'model.dtype': 'bfloat16', 'model.lora_rank': 32, 'model.lora_alpha': 64,
                                   'model.target_modules': 'q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj',
                                   'rollout.response_length': tokens, 'data.max_prompt_length': 256})
-    m, tok = load_policy(cfg.model, device)
+    mc, path = cfg.model, resolve_model_path(cfg.model.path, cfg.model.warm_start_steps)
+    m = load_model(path, mc.dtype, device, mc.attn_implementation, mc.fp32_logits, mc.fp32_residual, adapter_for(path))
+    tok = load_tokenizer(path)
     m = configure_trainable(m, cfg.model)
     g = torch.Generator().manual_seed(1)
     with torch.no_grad():
