@@ -28,14 +28,15 @@ def _as_detail(out)->dict:
     return d
 
 def task_rewards()->dict[str, Callable]:
-    "`data_source` -> reward of every registered task, each called as `fn(response, ground_truth, extra_info, format_score)`."
+    "`data_source` -> the reward of each registered task: `fn(response, ground_truth, extra_info, format_score)`."
     return {t.data_source: t.reward for t in tasks().values()}
 
 def _check_sources(data_sources)->None:
     "Raise if a data source has no built-in reward."
     known = task_rewards()
     unknown = sorted(set(data_sources) - set(known))
-    if unknown: raise ValueError(f"no reward for data_source {', '.join(map(repr, unknown))}; known: {', '.join(known)}")
+    if unknown:
+        raise ValueError(f"no reward for data_source {', '.join(map(repr, unknown))}; known: {', '.join(known)}")
 
 def default_reward(data_source:str, solution_str:str, ground_truth:str, extra_info:dict|None=None,
                    format_score:float=0.0, # gsm8k: score of a well-formed wrong answer

@@ -40,7 +40,8 @@ def load_split(path:str, # data.train_file / data.val_file
                seed:int, skip_bad:bool=False)->tuple[list[Example], dict[str, int]]:
     "Examples for one split, and rows dropped per reason."
     if (task := generated_task(path)) is not None:
-        if task not in tasks(): raise DataError(f"{what} {path!r}: unknown generated task; expected one of {generated_paths()}")
+        if task not in tasks():
+            raise DataError(f"{what} {path!r}: unknown generated task; expected one of {generated_paths()}")
         t = tasks()[task]
         if t.make_rows: return t.examples(t.make_rows(generated, seed), f'generated {what}'), {}
         path = str(generated_rl_file(task, what == 'val file', generated, seed))

@@ -93,7 +93,6 @@ def tiny_model_dir(kind:str='small', # 'small', 'qwen' (real vocabulary) or 'omn
         model = Qwen3OmniMoeThinkerForConditionalGeneration(tiny_thinker_config(tok))
         if warm_start_steps: warm_start(model, tok, [p for ps in by_task.values() for p in ps], warm_start_steps)
         model.save_pretrained(d); tok.save_pretrained(d)
-    learnt = [n for n, t in tasks().items() if kind == 'omni' or not t.media]
-    return build_once(f'tiny-thinker-{kind}-ws{warm_start_steps}-v2' + ''.join(f'-{n}' for n in learnt if n not in _V2_TASKS),
-                      build)
+    new = [n for n, t in tasks().items() if (kind == 'omni' or not t.media) and n not in _V2_TASKS]
+    return build_once(f'tiny-thinker-{kind}-ws{warm_start_steps}-v2' + ''.join(f'-{n}' for n in new), build)
 

@@ -292,16 +292,19 @@ def task_problem(t:Task)->str|None:
     where = f"task {t.name!r}"
     if not isinstance(t.name, str) or not re.fullmatch(r'[A-Za-z0-9_]+', t.name):
         return f"{where}: the name must be letters, digits and '_'"
-    if not isinstance(t.data_source, str) or not t.data_source: return f"{where}: data_source must be a non-empty string"
+    if not isinstance(t.data_source, str) or not t.data_source:
+        return f"{where}: data_source must be a non-empty string"
     if (other := next((n for n, o in TASKS.items() if o.data_source == t.data_source and n != t.name), None)):
         return f"{where}: data_source {t.data_source!r} is task {other!r}'s already"
     if not isinstance(t.media, tuple) or not set(t.media) <= set(MEDIA):
         return f"{where}: media must be a tuple of {', '.join(MEDIA)}, got {t.media!r}"
-    if not (isinstance(t.splits, tuple) and len(set(t.splits)) == len(t.splits) == 2 and all(isinstance(s, str) and s for s in t.splits)):
+    if not (isinstance(t.splits, tuple) and len(set(t.splits)) == len(t.splits) == 2
+            and all(isinstance(s, str) and s for s in t.splits)):
         return f"{where}: splits must be two distinct names (training, held-out), got {t.splits!r}"
     for f in ('write_source', 'convert', 'reward', 'warm_start', 'examples', 'make_rows'):
         v = getattr(t, f)
-        if not callable(v) and not (v is None and f in ('examples', 'make_rows')): return f"{where}: {f} must be callable, got {v!r}"
+        if not callable(v) and not (v is None and f in ('examples', 'make_rows')):
+            return f"{where}: {f} must be callable, got {v!r}"
     if t.make_rows is not None and t.examples is None: return f"{where}: make_rows needs examples, which reads the rows"
     if not isinstance(t.recipe, dict): return f"{where}: recipe must be a dict of config overrides, got {t.recipe!r}"
     for k in t.recipe:
@@ -310,7 +313,7 @@ def task_problem(t:Task)->str|None:
     return None
 
 def register_task(t:Task)->Task:
-    "Add `t` to `TASKS` (registered again under its name, it replaces the earlier one); a bad field raises `ValueError`."
+    "Add `t` to `TASKS` (registered again under its name, it replaces the earlier); a bad field raises `ValueError`."
     if (why := task_problem(t)): raise ValueError(why)
     TASKS[t.name] = t
     return t
@@ -323,8 +326,9 @@ def tasks()->dict[str, Task]:
 
 # %% ../../nbs/02b_tasks.ipynb #1792dc1b
 MEDIA_RECIPE = {'model.path': 'tiny-omni', 'data.max_prompt_length': 1024, 'data.generated_train_size': 128,
-                'data.generated_val_size': 8, 'data.train_batch_size': 4, 'actor.ppo_mini_batch_size': 2, 'rollout.n': 4,
-                'rollout.response_length': 32, 'trainer.max_steps': 4, 'trainer.test_freq': 4, 'trainer.save_freq': 4}
+                'data.generated_val_size': 8, 'data.train_batch_size': 4, 'actor.ppo_mini_batch_size': 2,
+                'rollout.n': 4, 'rollout.response_length': 32,
+                'trainer.max_steps': 4, 'trainer.test_freq': 4, 'trainer.save_freq': 4}
 _MEDIA_PLACEHOLDER = re.compile(r'<(image|audio)>\n?')
 
 def text_only(messages:list[dict])->list[dict]:

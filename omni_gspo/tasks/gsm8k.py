@@ -161,7 +161,8 @@ GSM8K_TASK = register_task(Task(
     'gsm8k', GSM8K_SOURCE, (), GSM8K_SPLITS, write_source=write_gsm8k_splits, convert=convert_gsm8k,
     reward=lambda response, gt, extra_info, format_score: gsm8k_reward(response, gt, format_score),
     recipe={'trainer.output_dir': 'runs/gsm8k/{time}', 'data.max_prompt_length': 128, 'rollout.response_length': 48},
-    warm_start=lambda n, seed: gsm8k_pairs(make_gsm8k_rows(n, seed)), examples=gsm8k_examples, make_rows=make_gsm8k_rows))
+    warm_start=lambda n, seed: gsm8k_pairs(make_gsm8k_rows(n, seed)),
+    examples=gsm8k_examples, make_rows=make_gsm8k_rows))
 
 
 # %% ../../nbs/02c_task_gsm8k.ipynb #16843ce4
