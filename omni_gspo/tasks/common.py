@@ -319,9 +319,11 @@ def register_task(t:Task)->Task:
     return t
 
 def tasks()->dict[str, Task]:
-    "Every registered task by name, the built-in ones included: their modules (`BUILTIN_TASKS`) are imported now."
-    for m in BUILTIN_TASKS: importlib.import_module(f'omni_gspo.tasks.{m}')
-    return TASKS
+    "Every task by name: the built-in ones (their modules imported now) in `BUILTIN_TASKS` order, then the others."
+    for m in BUILTIN_TASKS:
+        importlib.import_module(f'omni_gspo.tasks.{m}')
+        if m not in TASKS: raise RuntimeError(f"omni_gspo.tasks.{m} registered no task named {m!r}")
+    return {m: TASKS[m] for m in BUILTIN_TASKS} | TASKS
 
 
 # %% ../../nbs/02b_tasks.ipynb #1792dc1b
