@@ -345,7 +345,6 @@ def recipe_overrides(name:str)->dict:
                           + (f" (did you mean {hint[0]!r}?)" if hint else ''))
     return known[name]
 
-
 # %% ../nbs/00_config.ipynb #929e3ae0
 def set_key(cfg:Config, key:str, value):
     "Parse `value` for `key` and set it in `cfg` (in place)."

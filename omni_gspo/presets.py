@@ -83,7 +83,6 @@ def preset_config(recipe:str|None=None, # recipe name (`recipes()`); None: `DEFA
     inert = inert_keys(build_config(recipe, ov | user, check=False), set(ov) - set(user))
     return build_config(recipe, {k: v for k, v in ov.items() if k not in inert} | user)
 
-
 # %% ../nbs/00c_presets.ipynb #7fe88c6d
 def missing_features(cfg)->list[str]:
     "What `cfg` asks for that this project cannot run yet: `train` refuses it with these messages."

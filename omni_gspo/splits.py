@@ -11,7 +11,6 @@ from .media import rl_examples
 from .tokenizer import build_once
 from .tasks.common import tasks
 
-
 # %% auto #0
 __all__ = ['generated_paths', 'generated_rl_file', 'generated_task', 'load_split']
 
@@ -48,4 +47,3 @@ def load_split(path:str, # data.train_file / data.val_file
     rows = read_rows(path, what)
     if rows and 'prompt' in rows[0]: return rl_examples(rows, path, skip_bad)
     return tasks()[DEFAULT_RECIPE].examples(rows, path), {}
-

@@ -95,4 +95,3 @@ def tiny_model_dir(kind:str='small', # 'small', 'qwen' (real vocabulary) or 'omn
         model.save_pretrained(d); tok.save_pretrained(d)
     new = [n for n, t in tasks().items() if (kind == 'omni' or not t.media) and n not in _V2_TASKS]
     return build_once(f'tiny-thinker-{kind}-ws{warm_start_steps}-v2' + ''.join(f'-{n}' for n in new), build)
-

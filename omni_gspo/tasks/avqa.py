@@ -183,6 +183,5 @@ AVQA_TASK = register_task(Task(
                            'data.val_file': 'generated:avqa'},
     warm_start=avqa_pairs))
 
-
 # %% ../../nbs/02e_task_avqa.ipynb #0c773725
 if __name__ == '__main__' and '__file__' in globals(): main()

@@ -285,7 +285,6 @@ class Task:
 TASKS: dict[str, Task] = {}   # name -> Task, in the order registered
 BUILTIN_TASKS = ('gsm8k', 'mmk12', 'avqa')   # modules under omni_gspo.tasks, imported by `tasks()` in this order
 
-
 # %% ../../nbs/02b_tasks.ipynb #42903cca
 def task_problem(t:Task)->str|None:
     "Why `t` cannot be registered (a missing or malformed field, a data source another task has), or None."
@@ -325,7 +324,6 @@ def tasks()->dict[str, Task]:
         if m not in TASKS: raise RuntimeError(f"omni_gspo.tasks.{m} registered no task named {m!r}")
     return {m: TASKS[m] for m in BUILTIN_TASKS} | TASKS
 
-
 # %% ../../nbs/02b_tasks.ipynb #1792dc1b
 MEDIA_RECIPE = {'model.path': 'tiny-omni', 'data.max_prompt_length': 1024, 'data.generated_train_size': 128,
                 'data.generated_val_size': 8, 'data.train_batch_size': 4, 'actor.ppo_mini_batch_size': 2,
@@ -336,4 +334,3 @@ _MEDIA_PLACEHOLDER = re.compile(r'<(image|audio)>\n?')
 def text_only(messages:list[dict])->list[dict]:
     "RL prompt messages with their `<image>`/`<audio>` placeholders removed: the instructions, as text."
     return [{'role': m['role'], 'content': _MEDIA_PLACEHOLDER.sub('', m['content'])} for m in messages]
-

@@ -164,6 +164,5 @@ GSM8K_TASK = register_task(Task(
     warm_start=lambda n, seed: gsm8k_pairs(make_gsm8k_rows(n, seed)),
     examples=gsm8k_examples, make_rows=make_gsm8k_rows))
 
-
 # %% ../../nbs/02c_task_gsm8k.ipynb #16843ce4
 if __name__ == '__main__' and '__file__' in globals(): main()

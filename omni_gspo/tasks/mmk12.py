@@ -197,6 +197,5 @@ MMK12_TASK = register_task(Task(
                            'data.val_file': 'generated:mmk12'},
     warm_start=mmk12_pairs))
 
-
 # %% ../../nbs/02d_task_mmk12.ipynb #6c618ffc
 if __name__ == '__main__' and '__file__' in globals(): main()
