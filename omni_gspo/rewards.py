@@ -99,7 +99,7 @@ def _worker_main(fd:int)->None:
     import math_verify.grader, math_verify.parser
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's to handle
     math_verify.parser.TIMEOUT_WARNING_SHOWN = math_verify.grader.TIMEOUT_WARNING_SHOWN = True  # the pool bounds time
-    math_equal('$\\boxed{1}$', '1')  # warm-up, off the clock
+    tasks(); math_equal('$\\boxed{1}$', '1')  # warm-up, off the clock: the task modules imported, sympy loaded
     conn = Connection(fd)
     try: conn.send('ready')
     except OSError: return                                    # the trainer is gone already
