@@ -10,11 +10,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['VERL_KEYS', 'RECIPES', 'DEPENDENT_DEFAULTS', 'TINY_KINDS', 'TINY_MAX_POSITIONS', 'LOGGERS', 'BUILTIN_REWARDS',
+__all__ = ['VERL_KEYS', 'DEFAULT_RECIPE', 'DEPENDENT_DEFAULTS', 'TINY_KINDS', 'TINY_MAX_POSITIONS', 'LOGGERS', 'BUILTIN_REWARDS',
            'VALUE_RANGES', 'INERT_WHEN', 'ConfigError', 'Section', 'choice', 'DataConfig', 'ModelConfig', 'OptimConfig',
            'ActorConfig', 'VLLMConfig', 'RolloutConfig', 'AlgorithmConfig', 'RewardConfig', 'TrainerConfig',
            'LoggingConfig', 'HardwareConfig', 'Config', 'config_dict', 'leaf_keys', 'parse_value', 'parse_overrides',
-           'verl_equivalent', 'close_keys', 'check_key', 'recipe_overrides', 'set_key', 'get_key',
+           'verl_equivalent', 'close_keys', 'check_key', 'recipes', 'recipe_overrides', 'set_key', 'get_key',
            'apply_dependent_defaults', 'build_config', 'given_keys', 'flat_config', 'checkpoint_problem',
            'checkpoint_max_positions', 'custom_function_problem', 'range_errors', 'combination_errors', 'changed_keys',
            'inert_keys', 'config_errors', 'check_config', 'format_config', 'atomic_path', 'atomic_dir',
@@ -42,7 +42,7 @@ def choice(default, *allowed):
 @dataclass(eq=False, repr=False)
 class DataConfig(Section):
     "Where prompts come from and how many go into one step."
-    train_file: str = ''            # verl RL parquet/jsonl, or gsm8k-format (question, answer '#### N'); '' or 'generated:gsm8k|mmk12|avqa' generates data
+    train_file: str = ''            # verl RL parquet/jsonl, or gsm8k-format (question, answer '#### N'); '' or 'generated:TASK' generates data
     val_file: str = ''              # same choices, for validation (generated: a held-out split)
     generated_train_size: int = 2048 # rows generated for a generated train_file
     generated_val_size: int = 256   # rows generated for a generated val_file (enough for the accuracy curve to mean something)
@@ -330,21 +330,21 @@ def check_key(key:str):
     raise ConfigError(f"unknown config key '{key}'" + (f"; did you mean {', '.join(repr(h) for h in hint)}?" if hint else ''))
 
 # %% ../nbs/00_config.ipynb #ff35ace7
-_MM = {'model.path': 'tiny-omni', 'data.max_prompt_length': 1024, 'data.generated_train_size': 128, 'data.generated_val_size': 8,
-       'data.train_batch_size': 4, 'actor.ppo_mini_batch_size': 2, 'rollout.n': 4, 'rollout.response_length': 32,
-       'trainer.max_steps': 4, 'trainer.test_freq': 4, 'trainer.save_freq': 4}
-RECIPES = {
-    'gsm8k': {'trainer.output_dir': 'runs/gsm8k/{time}', 'data.max_prompt_length': 128, 'rollout.response_length': 48},
-    'mmk12': _MM | {'trainer.output_dir': 'runs/mmk12/{time}', 'data.train_file': 'generated:mmk12', 'data.val_file': 'generated:mmk12'},
-    'avqa': _MM | {'trainer.output_dir': 'runs/avqa/{time}', 'data.train_file': 'generated:avqa', 'data.val_file': 'generated:avqa'},
-}
+DEFAULT_RECIPE = 'gsm8k'   # the recipe of a config built without one, and the task of the empty data path ''
+
+def recipes()->dict[str, dict]:
+    "Every recipe by name: the `recipe` overrides of each registered task (`omni_gspo.tasks.common.tasks`)."
+    from omni_gspo.tasks.common import tasks   # here, not at the top: the task modules come later and import this one
+    return {name: t.recipe for name, t in tasks().items()}
 
 def recipe_overrides(name:str)->dict:
     "The overrides of recipe `name`, or a `ConfigError` listing the known recipes."
-    if name not in RECIPES:
-        hint = difflib.get_close_matches(name, RECIPES, n=1)
-        raise ConfigError(f"unknown recipe {name!r}; known recipes: {', '.join(RECIPES)}" + (f" (did you mean {hint[0]!r}?)" if hint else ''))
-    return RECIPES[name]
+    known = recipes()
+    if name not in known:
+        hint = difflib.get_close_matches(name, known, n=1)
+        raise ConfigError(f"unknown recipe {name!r}; known recipes: {', '.join(known)}"
+                          + (f" (did you mean {hint[0]!r}?)" if hint else ''))
+    return known[name]
 
 # %% ../nbs/00_config.ipynb #929e3ae0
 def set_key(cfg:Config, key:str, value):
@@ -379,7 +379,7 @@ def apply_dependent_defaults(cfg:Config, explicit:set[str]):
         for k, v in defaults.items():
             if k not in explicit: set_key(cfg, k, v)
 
-def build_config(recipe:str|None=None, # recipe name (`RECIPES`); None: 'gsm8k', its keys counted as defaults
+def build_config(recipe:str|None=None, # recipe name (`recipes()`); None: `DEFAULT_RECIPE`, its keys counted as defaults
                  overrides:list|dict=(), # `['key=value', ...]` or `{'key': value}`
                  check:bool=True, # run `check_config` on the result (False: a draft, as `preset_config` builds one)
                  **extra # dotted keys passed as `**{'trainer.max_steps': 2}`, applied last
@@ -388,7 +388,7 @@ def build_config(recipe:str|None=None, # recipe name (`RECIPES`); None: 'gsm8k',
     cfg = Config()
     if isinstance(overrides, str): raise ConfigError(f"overrides must be a list of key=value strings or a dict, got the string {overrides!r}")
     ov = overrides if isinstance(overrides, dict) else parse_overrides(list(overrides))
-    layers = (recipe_overrides(recipe or 'gsm8k'), ov, extra)
+    layers = (recipe_overrides(recipe or DEFAULT_RECIPE), ov, extra)
     for layer in layers:
         for k, v in layer.items(): set_key(cfg, k, v)
     apply_dependent_defaults(cfg, {k for layer in layers for k in layer})

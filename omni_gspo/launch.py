@@ -79,12 +79,13 @@ def notebook_config(recipe:str, hardware:str='', model_path:str='', train_file:s
 # %% ../nbs/10_launch.ipynb #951496ce
 def data_files(cfg)->dict[str, str]:
     "The RL parquet files behind `data.train_file` and `data.val_file` ('train', 'val'); generated data is built first."
-    from omni_gspo.splits import GENERATED_SPLITS, generated_rl_file, generated_task
+    from omni_gspo.splits import generated_paths, generated_rl_file, generated_task
+    from omni_gspo.tasks.common import tasks
     d, out = cfg.data, {}
     for split, path, n, seed in (('train', d.train_file, d.generated_train_size, cfg.trainer.seed),
                                  ('val', d.val_file, d.generated_val_size, cfg.trainer.seed + 1)):
         task = generated_task(path)
-        if path == '' or (task is not None and task not in GENERATED_SPLITS):
-            raise DataError(f"data.{split}_file {path!r}: not a file; expected a path or one of {', '.join('generated:' + t for t in GENERATED_SPLITS)}")
+        if path == '' or (task is not None and task not in tasks()):
+            raise DataError(f"data.{split}_file {path!r}: not a file; expected a path or one of {generated_paths()}")
         out[split] = str(generated_rl_file(task, split == 'val', n, seed)) if task else path
     return out

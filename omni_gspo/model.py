@@ -106,7 +106,6 @@ class CausalLMAdapter:
         "The checkpoint at `path` in `dtype`, its attention run by `attn_implementation`."
         return AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation=attn_implementation)
 
-
 # %% ../nbs/03b_model.ipynb #be0864d2
 @patch
 def position_ids(self:CausalLMAdapter, model, input_ids:torch.Tensor, # [B, L]: left-padded prompts, then right-padded responses

@@ -5,7 +5,7 @@
 # %% ../nbs/00c_presets.ipynb #2444923a
 from __future__ import annotations
 from dataclasses import dataclass, field
-from .config import ConfigError, build_config, get_key, inert_keys, parse_overrides
+from .config import DEFAULT_RECIPE, ConfigError, build_config, get_key, inert_keys, parse_overrides
 
 # %% auto #0
 __all__ = ['UPSTREAM', 'PRESETS', 'CHECKPOINT', 'Preset', 'preset_names', 'get_preset', 'preset_config', 'missing_features',
@@ -68,13 +68,13 @@ def get_preset(preset:str, recipe:str)->Preset:
     raise ConfigError(f"no preset {preset!r} for recipe {recipe!r}; presets for {recipe!r}: {preset_names(recipe)}; "
                       f"all presets: {preset_names()}")
 
-def preset_config(recipe:str|None=None, # recipe name (`RECIPES`); None: 'gsm8k', as in `build_config`
+def preset_config(recipe:str|None=None, # recipe name (`recipes()`); None: `DEFAULT_RECIPE`, as in `build_config`
                   preset:str='', # preset name ('' = none: the recipe as is)
                   overrides:list|dict=(), # the user's `['key=value', ...]` or `{'key': value}`, beating the preset
                   **extra): # dotted keys applied last, as in `build_config`
     "Defaults → recipe → preset → overrides → extra args; the preset's keys the user's choices make inert are left out."
     if not preset: return build_config(recipe, overrides, **extra)
-    p = get_preset(preset, recipe or 'gsm8k')
+    p = get_preset(preset, recipe or DEFAULT_RECIPE)
     user = (overrides if isinstance(overrides, dict) else parse_overrides(list(overrides))) | extra
     draft = build_config(recipe, p.overrides | user, check=False)
     ov = p.overrides | {k: get_key(draft, src) for k, src in p.same_as.items() if k not in user}
@@ -82,7 +82,6 @@ def preset_config(recipe:str|None=None, # recipe name (`RECIPES`); None: 'gsm8k'
         raise ConfigError(f"preset {preset!r}: {missing[0]} is empty; set it (or {p.same_as[missing[0]]}) to a checkpoint")
     inert = inert_keys(build_config(recipe, ov | user, check=False), set(ov) - set(user))
     return build_config(recipe, {k: v for k, v in ov.items() if k not in inert} | user)
-
 
 # %% ../nbs/00c_presets.ipynb #7fe88c6d
 def missing_features(cfg)->list[str]:

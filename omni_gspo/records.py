@@ -10,6 +10,7 @@ import pandas as pd
 import torch
 from .data import DataError, write_rows
 from .splits import generated_rl_file, generated_task
+from .tasks.common import tasks
 
 # %% auto #0
 __all__ = ['RECORD_COLUMNS', 'RECORDS_DIR', 'data_file_path', 'prompt_text', 'reward_parts', 'pick_groups', 'rollout_records',
@@ -20,10 +21,10 @@ def data_file_path(path:str, # `data.train_file` or `data.val_file`
                    val:bool, # the held-out split
                    generated:int, seed:int, # `data.generated_*_size` and the split's seed, as the trainer passes them to `load_split`
                   )->str:
-    "The file the trainer reads for `path`: the cached RL parquet for a generated multimodal source, '' for generated text problems."
+    "The file the trainer reads for `path`: the cached RL parquet of a generated source, '' for a task made in memory."
     task = generated_task(path)
     if task is None: return path
-    return '' if task == 'gsm8k' else str(generated_rl_file(task, val, generated, seed))
+    return '' if tasks()[task].make_rows else str(generated_rl_file(task, val, generated, seed))
 
 # %% ../nbs/07a_records.ipynb #cf71d9c0
 RECORD_COLUMNS = ['step', 'group_id', 'sample', 'data_source', 'data_file', 'data_row', 'prompt', 'ground_truth', 'n_images', 'n_audios',

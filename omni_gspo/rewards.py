@@ -10,12 +10,11 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Callable
 from .config import ConfigError, custom_function_problem
-from .tasks.gsm8k import GSM8K_SOURCE, gsm8k_reward
-from .tasks.mmk12 import MMK12_SOURCE, math_equal, mmk12_reward
-from .tasks.avqa import AVQA_SOURCE, avqa_reward
+from .tasks.common import tasks
+from .tasks.mmk12 import math_equal
 
 # %% auto #0
-__all__ = ['REWARDS', 'NAMED_REWARDS', 'default_reward', 'ascii_fraction', 'load_custom_reward', 'RewardPool', 'part_means',
+__all__ = ['NAMED_REWARDS', 'task_rewards', 'default_reward', 'ascii_fraction', 'load_custom_reward', 'RewardPool', 'part_means',
            'score_batch', 'val_metrics']
 
 # %% ../nbs/04_rewards.ipynb #c2611b3f
@@ -28,23 +27,23 @@ def _as_detail(out)->dict:
     if not math.isfinite(d['score']): raise ValueError(f"reward score {d['score']} is not a finite number")
     return d
 
-REWARDS = {
-    GSM8K_SOURCE: lambda response, gt, extra_info, format_score: _as_detail(gsm8k_reward(response, gt, format_score)),
-    MMK12_SOURCE: lambda response, gt, extra_info, format_score: mmk12_reward(response, gt, extra_info),
-    AVQA_SOURCE: lambda response, gt, extra_info, format_score: avqa_reward(response, gt),
-}
+def task_rewards()->dict[str, Callable]:
+    "`data_source` -> the reward of each registered task: `fn(response, ground_truth, extra_info, format_score)`."
+    return {t.data_source: t.reward for t in tasks().values()}
 
 def _check_sources(data_sources)->None:
     "Raise if a data source has no built-in reward."
-    unknown = sorted(set(data_sources) - set(REWARDS))
-    if unknown: raise ValueError(f"no reward for data_source {', '.join(map(repr, unknown))}; known: {', '.join(REWARDS)}")
+    known = task_rewards()
+    unknown = sorted(set(data_sources) - set(known))
+    if unknown:
+        raise ValueError(f"no reward for data_source {', '.join(map(repr, unknown))}; known: {', '.join(known)}")
 
 def default_reward(data_source:str, solution_str:str, ground_truth:str, extra_info:dict|None=None,
                    format_score:float=0.0, # gsm8k: score of a well-formed wrong answer
                   )->dict:
     "The built-in reward dict of `solution_str` for an example of `data_source` (verl's argument order)."
     _check_sources([data_source])
-    return REWARDS[data_source](solution_str, ground_truth, extra_info or {}, format_score)
+    return _as_detail(task_rewards()[data_source](solution_str, ground_truth, extra_info or {}, format_score))
 
 # %% ../nbs/04_rewards.ipynb #75672cb4
 def ascii_fraction(data_source:str, solution_str:str, ground_truth:str, extra_info:dict|None=None)->dict:
@@ -100,7 +99,7 @@ def _worker_main(fd:int)->None:
     import math_verify.grader, math_verify.parser
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's to handle
     math_verify.parser.TIMEOUT_WARNING_SHOWN = math_verify.grader.TIMEOUT_WARNING_SHOWN = True  # the pool bounds time
-    math_equal('$\\boxed{1}$', '1')  # warm-up, off the clock
+    tasks(); math_equal('$\\boxed{1}$', '1')  # warm-up, off the clock: the task modules imported, sympy loaded
     conn = Connection(fd)
     try: conn.send('ready')
     except OSError: return                                    # the trainer is gone already

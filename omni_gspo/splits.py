@@ -5,48 +5,45 @@
 # %% ../nbs/03a_splits.ipynb #7a5bb3a0
 from __future__ import annotations
 from pathlib import Path
+from .config import DEFAULT_RECIPE
 from .data import DataError, Example, read_rows
 from .media import rl_examples
 from .tokenizer import build_once
-from .tasks import avqa, gsm8k, mmk12
+from .tasks.common import tasks
 
 # %% auto #0
-__all__ = ['GENERATED_SPLITS', 'generated_rl_file', 'generated_task', 'load_split']
+__all__ = ['generated_paths', 'generated_rl_file', 'generated_task', 'load_split']
 
 # %% ../nbs/03a_splits.ipynb #dc2ad349
-GENERATED_SPLITS = {'gsm8k': gsm8k.GSM8K_SPLITS, 'mmk12': mmk12.MMK12_SPLITS, 'avqa': tuple(avqa.AVQA_OUTPUTS.values())}
+def generated_paths()->str:
+    "The generated data paths there are, for messages: 'generated:gsm8k, generated:mmk12, …'."
+    return ', '.join('generated:' + t for t in tasks())
 
-def _write_source(task:str, d:Path, n:int, seed:int):
-    "Write a generated source of `task` with `n` rows per split into the folder `d`."
-    if task == 'gsm8k':
-        for k, split in enumerate(gsm8k.GSM8K_SPLITS): gsm8k.write_gsm8k_source(d/f'{split}.jsonl', n, seed + k)
-    elif task == 'mmk12': mmk12.write_mmk12_source(d, n, n, seed)
-    else: avqa.write_avqa_source(d, n, n, seed)
-
-def generated_rl_file(task:str, # 'gsm8k', 'mmk12' or 'avqa'
+def generated_rl_file(task:str, # a registered task's name
                       val:bool, # the held-out split instead of the training split
                       n:int, seed:int)->Path:
     "RL parquet of a generated `task` source with `n` rows per split, converted once into the cache."
+    t = tasks()[task]
     # a folder of its own for the source, so the absolute media paths of the RL rows stay valid after the build
-    src = build_once(f'source-{task}-n{n}-s{seed}-v3', lambda d: _write_source(task, d, n, seed))
-    convert = {'gsm8k': gsm8k.convert_gsm8k, 'mmk12': mmk12.convert_mmk12, 'avqa': avqa.convert_avqa}[task]
-    return build_once(f'rl-{task}-n{n}-s{seed}-v3', lambda d: convert(src, d))/f'{GENERATED_SPLITS[task][val]}.parquet'
+    src = build_once(f'source-{task}-n{n}-s{seed}-v3', lambda d: t.write_source(d, n, seed))
+    return build_once(f'rl-{task}-n{n}-s{seed}-v3', lambda d: t.convert(src, d))/f'{t.splits[val]}.parquet'
 
 def generated_task(path:str # data.train_file / data.val_file
                   )->str|None:
-    "The generated task a data path names: 'gsm8k' for '', X for 'generated:X', None for a file."
-    return 'gsm8k' if path == '' else path.removeprefix('generated:') if path.startswith('generated:') else None
+    "The generated task a data path names: `DEFAULT_RECIPE` for '', X for 'generated:X', None for a file."
+    return DEFAULT_RECIPE if path == '' else path.removeprefix('generated:') if path.startswith('generated:') else None
 
 def load_split(path:str, # data.train_file / data.val_file
                what:str, # 'train file' or 'val file'
                generated:int, # rows to generate for '' and 'generated:*'
                seed:int, skip_bad:bool=False)->tuple[list[Example], dict[str, int]]:
     "Examples for one split, and rows dropped per reason."
-    task = generated_task(path)
-    if task == 'gsm8k': return gsm8k.gsm8k_examples(gsm8k.make_gsm8k_rows(generated, seed), f'generated {what}'), {}
-    if task is not None:
-        if task not in GENERATED_SPLITS: raise DataError(f"{what} {path!r}: unknown generated task; expected one of {', '.join('generated:' + t for t in GENERATED_SPLITS)}")
+    if (task := generated_task(path)) is not None:
+        if task not in tasks():
+            raise DataError(f"{what} {path!r}: unknown generated task; expected one of {generated_paths()}")
+        t = tasks()[task]
+        if t.make_rows: return t.examples(t.make_rows(generated, seed), f'generated {what}'), {}
         path = str(generated_rl_file(task, what == 'val file', generated, seed))
     rows = read_rows(path, what)
     if rows and 'prompt' in rows[0]: return rl_examples(rows, path, skip_bad)
-    return gsm8k.gsm8k_examples(rows, path), {}
+    return tasks()[DEFAULT_RECIPE].examples(rows, path), {}

@@ -4,18 +4,17 @@
 
 # %% ../nbs/03_tiny.ipynb #9dccec1e
 from __future__ import annotations
-import math, random, re, tempfile
+import math, random
 from pathlib import Path
 import torch
 from transformers import Qwen3OmniMoeThinkerConfig, Qwen3OmniMoeThinkerForConditionalGeneration
 from .tokenizer import QWEN3_OMNI_VOCAB_SIZE, build_once, qwen_tokenizer, small_tokenizer
-from .tasks.gsm8k import GSM8K_INSTRUCTION, gsm8k_examples, make_gsm8k_rows
-from .tasks.mmk12 import mmk12_records, mmk12_row
-from .tasks.avqa import avqa_records, avqa_row
+from .tasks.common import tasks
+from .tasks.gsm8k import GSM8K_INSTRUCTION, make_gsm8k_rows
 from .config import TINY_MAX_POSITIONS
 
 # %% auto #0
-__all__ = ['token_ids', 'tiny_thinker_config', 'gsm8k_pairs', 'warm_start', 'multimodal_pairs', 'tiny_model_dir']
+__all__ = ['token_ids', 'tiny_thinker_config', 'warm_start', 'warm_start_pairs', 'tiny_model_dir']
 
 # %% ../nbs/03_tiny.ipynb #66e8dd6a
 def token_ids(tok)->dict:
@@ -46,10 +45,6 @@ def tiny_thinker_config(tok, # tokenizer whose ids the model uses
                                      position_id_per_seconds=13, seconds_per_chunk=2, **token_ids(tok))
 
 # %% ../nbs/03_tiny.ipynb #519eb879
-def gsm8k_pairs(rows:list[dict])->list[tuple[list[dict], str]]:
-    "(chat messages, target answer) pairs of gsm8k-format rows."
-    return [(e.messages, r['answer']) for e, r in zip(gsm8k_examples(rows, 'warm-start rows'), rows)]
-
 def warm_start(model, tok, pairs:list[tuple[list[dict], str]], # (chat messages, answer to imitate)
                steps:int, batch_size:int=16, lr:float=3e-3, seed:int=0):
     "Teach `model` the answer formats with `steps` supervised AdamW steps on `pairs` (in place)."
@@ -71,35 +66,32 @@ def warm_start(model, tok, pairs:list[tuple[list[dict], str]], # (chat messages,
     return loss.item()
 
 # %% ../nbs/03_tiny.ipynb #53dc10ae
-_MEDIA_PLACEHOLDER = re.compile(r'<(image|audio)>\n?')
+_V2_TASKS = ('gsm8k', 'mmk12', 'avqa')   # what the v2 models learnt: their cache keys name no task
 
-def _text_only(messages:list[dict])->list[dict]:
-    "A converted RL prompt with its `<image>`/`<audio>` placeholders removed: the instructions, as text."
-    return [{'role': m['role'], 'content': _MEDIA_PLACEHOLDER.sub('', m['content'])} for m in messages]
-
-def multimodal_pairs(n:int, seed:int=777)->list[tuple[list[dict], str]]:
-    "Warm-start pairs in the MMK12 and AVQA answer formats, `n` of each, from the generated sources (text only)."
-    mm = [mmk12_row(rec, i, 'train', verify_images=False) for i, rec in enumerate(mmk12_records('train', n, seed))]
-    with tempfile.TemporaryDirectory() as d:
-        av = [avqa_row(rec, i, 'train', d) for i, rec in enumerate(avqa_records(d, 'train', n, seed, speech=False))]
-    return ([(_text_only(r['prompt']), f"<think>Read the image.</think><answer>$\\boxed{{{r['reward_model']['ground_truth']}}}$</answer>") for r in mm] +
-            [(_text_only(r['prompt']), f"<think>Let me think.</think>{r['reward_model']['ground_truth']}") for r in av])
+def warm_start_pairs(kind:str, # 'small', 'qwen' or 'omni', as in `tiny_model_dir`
+                     n_text:int=2000, # pairs of each text-only task
+                     n_media:int=500, # pairs of each task with media ('omni' only)
+                     seed:int=777)->dict[str, list[tuple[list[dict], str]]]:
+    "The warm-start pairs of tiny thinker `kind` by task: every registered text-only task's, for 'omni' every task's."
+    return {name: t.warm_start(n_media if t.media else n_text, seed) for name, t in tasks().items()
+            if kind == 'omni' or not t.media}
 
 def _tiny_tokenizer(kind, extra:list[str]):
+    "The real Qwen3-Omni tokenizer, or a small one trained on generated GSM8K text and `extra`."
     if kind == 'qwen': return qwen_tokenizer()
     corpus = [r['question'] + ' ' + r['answer'] for r in make_gsm8k_rows(2000, seed=12345)]
     return small_tokenizer(corpus + extra + [GSM8K_INSTRUCTION, 'system user assistant'])
 
-def tiny_model_dir(kind:str='small', # 'small', 'qwen' (real vocabulary) or 'omni' (small, also the MMK12/AVQA formats)
+def tiny_model_dir(kind:str='small', # 'small', 'qwen' (real vocabulary) or 'omni' (small, also the tasks with media)
                    warm_start_steps:int=100)->Path:
     "Folder holding a (cached) tiny thinker and its tokenizer."
     def build(d):
-        mm = multimodal_pairs(500) if kind == 'omni' else []
-        # their words in the vocabulary
-        tok = _tiny_tokenizer(kind, [m['content'] for p, _ in mm[::10] for m in p] + [a for _, a in mm[::10]])
-        pairs = gsm8k_pairs(make_gsm8k_rows(2000, seed=777)) + mm
+        by_task = warm_start_pairs(kind)
+        some = [p for name, ps in by_task.items() if name != 'gsm8k' for p in ps[::10]]   # gsm8k's: the corpus already
+        tok = _tiny_tokenizer(kind, [m['content'] for p, _ in some for m in p] + [a for _, a in some])
         torch.manual_seed(0)
         model = Qwen3OmniMoeThinkerForConditionalGeneration(tiny_thinker_config(tok))
-        if warm_start_steps: warm_start(model, tok, pairs, warm_start_steps)
+        if warm_start_steps: warm_start(model, tok, [p for ps in by_task.values() for p in ps], warm_start_steps)
         model.save_pretrained(d); tok.save_pretrained(d)
-    return build_once(f'tiny-thinker-{kind}-ws{warm_start_steps}-v2', build)
+    new = [n for n, t in tasks().items() if (kind == 'omni' or not t.media) and n not in _V2_TASKS]
+    return build_once(f'tiny-thinker-{kind}-ws{warm_start_steps}-v2' + ''.join(f'-{n}' for n in new), build)

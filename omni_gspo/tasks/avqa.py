@@ -4,20 +4,21 @@
 
 # %% ../../nbs/02e_task_avqa.ipynb #9468292d
 from __future__ import annotations
-import json, os, random, re
+import json, os, random, re, tempfile
 from collections import Counter
 from pathlib import Path
 import numpy as np
 from ..config import atomic_path, atomic_write_text
 from ..data import read_rows, rl_row
 from ..media import MediaError, load_audio, load_image, png_bytes, write_wav
-from .common import (COLOURS, Dropped, as_text, beeps, choices, convert_splits, converter_parser,
-                                    file_problem, has_espeak, random_shapes, run_converter, shapes_image, speak)
+from .common import (COLOURS, MEDIA_RECIPE, Dropped, Task, as_text, beeps, choices, convert_splits,
+                                    converter_parser, file_problem, has_espeak, random_shapes, register_task,
+                                    run_converter, shapes_image, speak, text_only)
 
 # %% auto #0
-__all__ = ['AVQA_SOURCE', 'AVQA_OUTPUTS', 'AVQA_FILES', 'AVQA_DROP_REASONS', 'SYSTEM_PROMPT', 'OPTION', 'SOLUTION',
+__all__ = ['AVQA_SOURCE', 'AVQA_OUTPUTS', 'AVQA_FILES', 'AVQA_DROP_REASONS', 'SYSTEM_PROMPT', 'OPTION', 'SOLUTION', 'AVQA_TASK',
            'parse_options', 'solution_letter', 'media_path', 'avqa_records', 'write_avqa_source', 'avqa_row',
-           'convert_avqa', 'main', 'answer_payload', 'avqa_reward']
+           'convert_avqa', 'main', 'answer_payload', 'avqa_reward', 'avqa_pairs']
 
 # %% ../../nbs/02e_task_avqa.ipynb #dd844ad1
 AVQA_SOURCE = 'avqa_r1_6k'
@@ -166,6 +167,21 @@ def avqa_reward(response:str, # decoded response
     pred = answer_payload(response)
     accuracy = float(bool(pred) and _same_choice(pred, gold))
     return {'score': accuracy, 'accuracy': accuracy}
+
+# %% ../../nbs/02e_task_avqa.ipynb #7b66b649
+def avqa_pairs(n:int, seed:int)->list[tuple[list[dict], str]]:
+    "`n` warm-start pairs of a generated source with beeps: the RL prompt as text, a thought and the tagged letter."
+    with tempfile.TemporaryDirectory() as d:
+        rows = [avqa_row(rec, i, 'train', d) for i, rec in enumerate(avqa_records(d, 'train', n, seed, speech=False))]
+    return [(text_only(r['prompt']), f"<think>Let me think.</think>{r['reward_model']['ground_truth']}") for r in rows]
+
+AVQA_TASK = register_task(Task(
+    'avqa', AVQA_SOURCE, ('image', 'audio'), tuple(AVQA_OUTPUTS.values()),
+    write_source=lambda d, n, seed: write_avqa_source(d, n, n, seed), convert=convert_avqa,
+    reward=lambda response, gt, extra_info, format_score: avqa_reward(response, gt),
+    recipe=MEDIA_RECIPE | {'trainer.output_dir': 'runs/avqa/{time}', 'data.train_file': 'generated:avqa',
+                           'data.val_file': 'generated:avqa'},
+    warm_start=avqa_pairs))
 
 # %% ../../nbs/02e_task_avqa.ipynb #0c773725
 if __name__ == '__main__' and '__file__' in globals(): main()

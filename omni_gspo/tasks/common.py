@@ -4,20 +4,24 @@
 
 # %% ../../nbs/02b_tasks.ipynb #563790b4
 from __future__ import annotations
-import argparse, errno, io, json, os, random, shutil, stat, subprocess, tempfile
+import argparse, errno, importlib, io, json, os, random, re, shutil, stat, subprocess, tempfile
+from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw, ImageFont
 from tqdm import tqdm
+from typing import Callable
+from ..config import ConfigError, check_key
 from ..data import DataError, rl_row, write_rl_parquet
 from ..media import PLACEHOLDER_RE, SAMPLE_RATE, example_from_rl_row, load_audio
 
 # %% auto #0
-__all__ = ['FILE_PROBLEMS', 'COLOURS', 'SHAPES', 'Dropped', 'convert_records', 'file_problem', 'NoRowKept', 'EmptySplitError',
-           'convert_split', 'as_text', 'convert_splits', 'print_stats', 'converter_parser', 'run_converter',
-           'shapes_image', 'text_image', 'random_shapes', 'choices', 'count_blobs', 'speak', 'beeps', 'has_espeak',
-           'count_beeps', 'csv_rl_rows', 'csv_to_rl']
+__all__ = ['FILE_PROBLEMS', 'COLOURS', 'SHAPES', 'MEDIA', 'TASKS', 'BUILTIN_TASKS', 'MEDIA_RECIPE', 'Dropped', 'convert_records',
+           'file_problem', 'NoRowKept', 'EmptySplitError', 'convert_split', 'as_text', 'convert_splits', 'print_stats',
+           'converter_parser', 'run_converter', 'shapes_image', 'text_image', 'random_shapes', 'choices', 'count_blobs',
+           'speak', 'beeps', 'has_espeak', 'count_beeps', 'csv_rl_rows', 'csv_to_rl', 'Task', 'task_problem',
+           'register_task', 'tasks', 'text_only']
 
 # %% ../../nbs/02b_tasks.ipynb #4f81c0eb
 class Dropped(Exception):
@@ -259,3 +263,74 @@ def csv_to_rl(csv_path:str|Path, output:str|Path, # the RL parquet file to write
               data_source:str, **kwargs)->Path:
     "Write `csv_rl_rows(csv_path, data_source, **kwargs)` as an RL parquet file at `output` (atomically)."
     return write_rl_parquet(csv_rl_rows(csv_path, data_source, **kwargs), output)
+
+# %% ../../nbs/02b_tasks.ipynb #60e828cc
+MEDIA = ('image', 'audio')   # what a prompt may carry besides text
+
+@dataclass(frozen=True)
+class Task:
+    "A task: its data in the upstream format, the converter to RL rows, their reward, its recipe and warm start."
+    name: str # the recipe's name, `recipe=NAME`, and the generated data path `generated:NAME`
+    data_source: str # the `data_source` of its RL rows, which selects `reward`
+    media: tuple[str, ...] # what its prompts carry besides text (`MEDIA`); () for text only
+    splits: tuple[str, str] # its converted splits (training, held-out): `{split}.parquet` in the converter's output
+    write_source: Callable # `write_source(folder, n, seed)`: a generated source in the upstream format, n rows a split
+    convert: Callable # `convert(source, output_dir)` -> stats per split: the converter
+    reward: Callable # `reward(response, ground_truth, extra_info, format_score)` -> a score or a dict with 'score'
+    recipe: dict # the overrides of `recipe=NAME` (dotted config keys)
+    warm_start: Callable # `warm_start(n, seed)` -> n (chat messages, answer) pairs in the answer format of `reward`
+    examples: Callable|None = None # `examples(rows, where)` -> `Example`s of upstream rows, read as they are
+    make_rows: Callable|None = None # `make_rows(n, seed)` -> n generated upstream rows: `generated:NAME` in memory
+
+TASKS: dict[str, Task] = {}   # name -> Task, in the order registered
+BUILTIN_TASKS = ('gsm8k', 'mmk12', 'avqa')   # modules under omni_gspo.tasks, imported by `tasks()` in this order
+
+# %% ../../nbs/02b_tasks.ipynb #42903cca
+def task_problem(t:Task)->str|None:
+    "Why `t` cannot be registered (a missing or malformed field, a data source another task has), or None."
+    where = f"task {t.name!r}"
+    if not isinstance(t.name, str) or not re.fullmatch(r'[A-Za-z0-9_]+', t.name):
+        return f"{where}: the name must be letters, digits and '_'"
+    if not isinstance(t.data_source, str) or not t.data_source:
+        return f"{where}: data_source must be a non-empty string"
+    if (other := next((n for n, o in TASKS.items() if o.data_source == t.data_source and n != t.name), None)):
+        return f"{where}: data_source {t.data_source!r} is task {other!r}'s already"
+    if not isinstance(t.media, tuple) or not set(t.media) <= set(MEDIA):
+        return f"{where}: media must be a tuple of {', '.join(MEDIA)}, got {t.media!r}"
+    if not (isinstance(t.splits, tuple) and len(set(t.splits)) == len(t.splits) == 2
+            and all(isinstance(s, str) and s for s in t.splits)):
+        return f"{where}: splits must be two distinct names (training, held-out), got {t.splits!r}"
+    for f in ('write_source', 'convert', 'reward', 'warm_start', 'examples', 'make_rows'):
+        v = getattr(t, f)
+        if not callable(v) and not (v is None and f in ('examples', 'make_rows')):
+            return f"{where}: {f} must be callable, got {v!r}"
+    if t.make_rows is not None and t.examples is None: return f"{where}: make_rows needs examples, which reads the rows"
+    if not isinstance(t.recipe, dict): return f"{where}: recipe must be a dict of config overrides, got {t.recipe!r}"
+    for k in t.recipe:
+        try: check_key(k)
+        except ConfigError as e: return f"{where}: recipe: {e}"
+    return None
+
+def register_task(t:Task)->Task:
+    "Add `t` to `TASKS` (registered again under its name, it replaces the earlier); a bad field raises `ValueError`."
+    if (why := task_problem(t)): raise ValueError(why)
+    TASKS[t.name] = t
+    return t
+
+def tasks()->dict[str, Task]:
+    "Every task by name: the built-in ones (their modules imported now) in `BUILTIN_TASKS` order, then the others."
+    for m in BUILTIN_TASKS:
+        importlib.import_module(f'omni_gspo.tasks.{m}')
+        if m not in TASKS: raise RuntimeError(f"omni_gspo.tasks.{m} registered no task named {m!r}")
+    return {m: TASKS[m] for m in BUILTIN_TASKS} | TASKS
+
+# %% ../../nbs/02b_tasks.ipynb #1792dc1b
+MEDIA_RECIPE = {'model.path': 'tiny-omni', 'data.max_prompt_length': 1024, 'data.generated_train_size': 128,
+                'data.generated_val_size': 8, 'data.train_batch_size': 4, 'actor.ppo_mini_batch_size': 2,
+                'rollout.n': 4, 'rollout.response_length': 32,
+                'trainer.max_steps': 4, 'trainer.test_freq': 4, 'trainer.save_freq': 4}
+_MEDIA_PLACEHOLDER = re.compile(r'<(image|audio)>\n?')
+
+def text_only(messages:list[dict])->list[dict]:
+    "RL prompt messages with their `<image>`/`<audio>` placeholders removed: the instructions, as text."
+    return [{'role': m['role'], 'content': _MEDIA_PLACEHOLDER.sub('', m['content'])} for m in messages]

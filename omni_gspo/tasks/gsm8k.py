@@ -7,12 +7,12 @@ from __future__ import annotations
 import random, re
 from pathlib import Path
 from ..data import DataError, Example, read_rows, rl_row, write_rows
-from .common import Dropped, convert_splits, converter_parser, run_converter
+from .common import Dropped, Task, convert_splits, converter_parser, register_task, run_converter
 
 # %% auto #0
-__all__ = ['GSM8K_SOURCE', 'GSM8K_INSTRUCTION', 'GSM8K_SPLITS', 'GSM8K_SUBSETS', 'GSM8K_DROP_REASONS', 'make_gsm8k_rows',
-           'write_gsm8k_source', 'gsm8k_examples', 'split_of', 'gsm8k_inputs', 'gsm8k_row', 'convert_gsm8k', 'main',
-           'gsm8k_reward']
+__all__ = ['GSM8K_SOURCE', 'GSM8K_INSTRUCTION', 'GSM8K_SPLITS', 'GSM8K_SUBSETS', 'GSM8K_DROP_REASONS', 'GSM8K_TASK',
+           'make_gsm8k_rows', 'write_gsm8k_source', 'gsm8k_examples', 'split_of', 'gsm8k_inputs', 'gsm8k_row',
+           'convert_gsm8k', 'main', 'gsm8k_reward', 'write_gsm8k_splits', 'gsm8k_pairs']
 
 # %% ../../nbs/02c_task_gsm8k.ipynb #a325863b
 _NAMES = ['Tom', 'Ana', 'Liam', 'Mia', 'Noah', 'Zoe', 'Omar', 'Ivy']
@@ -146,6 +146,23 @@ def gsm8k_reward(response:str, # decoded response, special tokens removed
     found = _GSM8K_ANSWER.findall(response[-_GSM8K_CLIP_CHARS:])
     if not found: return 0.0
     return 1.0 if found[-1].replace(',', '') == ground_truth else format_score
+
+# %% ../../nbs/02c_task_gsm8k.ipynb #1192363a
+def write_gsm8k_splits(out_dir:str|Path, n:int, # problems per split
+                       seed:int=0)->list[Path]:
+    "Write a generated GSM8K source to `out_dir`: `train.jsonl` and `test.jsonl`, seeds `seed` and `seed + 1`."
+    return [write_gsm8k_source(Path(out_dir)/f'{split}.jsonl', n, seed + k) for k, split in enumerate(GSM8K_SPLITS)]
+
+def gsm8k_pairs(rows:list[dict])->list[tuple[list[dict], str]]:
+    "(chat messages, target answer) pairs of gsm8k-format rows: the whole solution is the answer."
+    return [(e.messages, r['answer']) for e, r in zip(gsm8k_examples(rows, 'warm-start rows'), rows)]
+
+GSM8K_TASK = register_task(Task(
+    'gsm8k', GSM8K_SOURCE, (), GSM8K_SPLITS, write_source=write_gsm8k_splits, convert=convert_gsm8k,
+    reward=lambda response, gt, extra_info, format_score: gsm8k_reward(response, gt, format_score),
+    recipe={'trainer.output_dir': 'runs/gsm8k/{time}', 'data.max_prompt_length': 128, 'rollout.response_length': 48},
+    warm_start=lambda n, seed: gsm8k_pairs(make_gsm8k_rows(n, seed)),
+    examples=gsm8k_examples, make_rows=make_gsm8k_rows))
 
 # %% ../../nbs/02c_task_gsm8k.ipynb #16843ce4
 if __name__ == '__main__' and '__file__' in globals(): main()

@@ -13,13 +13,14 @@ from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, veri
 from ..config import atomic_path
 from ..data import DataError, rl_row
 from ..media import png_bytes
-from .common import (COLOURS, Dropped, as_text, choices, convert_splits, converter_parser, random_shapes,
-                                    run_converter, shapes_image, text_image)
+from .common import (COLOURS, MEDIA_RECIPE, Dropped, Task, as_text, choices, convert_splits,
+                                    converter_parser, random_shapes, register_task, run_converter, shapes_image,
+                                    text_image, text_only)
 
 # %% auto #0
 __all__ = ['MMK12_SOURCE', 'MMK12_SPLITS', 'MMK12_COLUMNS', 'MMK12_DROP_REASONS', 'INSTRUCTION', 'OPTION_LINE', 'MMK12_SCHEMA',
-           'parse_options', 'answer_type', 'mmk12_records', 'write_mmk12_source', 'read_mmk12_split', 'mmk12_row',
-           'convert_mmk12', 'main', 'normalise_angles', 'math_equal', 'mmk12_reward']
+           'MMK12_TASK', 'parse_options', 'answer_type', 'mmk12_records', 'write_mmk12_source', 'read_mmk12_split',
+           'mmk12_row', 'convert_mmk12', 'main', 'normalise_angles', 'math_equal', 'mmk12_reward', 'mmk12_pairs']
 
 # %% ../../nbs/02d_task_mmk12.ipynb #2192509d
 MMK12_SOURCE = 'mmk12'
@@ -180,6 +181,21 @@ def mmk12_reward(response:str, # decoded response
     has_boxed = span is not None and '\\boxed{' in span.group(1)
     fmt = 0.3 * (has_answer + has_boxed) / 2
     return {'score': (accuracy + fmt) / 1.3, 'accuracy': accuracy, 'format_reward': fmt}
+
+# %% ../../nbs/02d_task_mmk12.ipynb #dfbf8272
+def mmk12_pairs(n:int, seed:int)->list[tuple[list[dict], str]]:
+    "`n` warm-start pairs of the generated source: the RL prompt as text, a reasoned and boxed ground truth."
+    rows = [mmk12_row(rec, i, 'train', verify_images=False) for i, rec in enumerate(mmk12_records('train', n, seed))]
+    return [(text_only(r['prompt']),
+             f"<think>Read the image.</think><answer>$\\boxed{{{r['reward_model']['ground_truth']}}}$</answer>")
+            for r in rows]
+
+MMK12_TASK = register_task(Task(
+    'mmk12', MMK12_SOURCE, ('image',), MMK12_SPLITS, write_source=lambda d, n, seed: write_mmk12_source(d, n, n, seed),
+    convert=convert_mmk12, reward=lambda response, gt, extra_info, format_score: mmk12_reward(response, gt, extra_info),
+    recipe=MEDIA_RECIPE | {'trainer.output_dir': 'runs/mmk12/{time}', 'data.train_file': 'generated:mmk12',
+                           'data.val_file': 'generated:mmk12'},
+    warm_start=mmk12_pairs))
 
 # %% ../../nbs/02d_task_mmk12.ipynb #6c618ffc
 if __name__ == '__main__' and '__file__' in globals(): main()
