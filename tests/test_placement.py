@@ -7,19 +7,21 @@ every sample after the first step is one update old, the TIS correction (on by d
 guard logs rather than stops; both groups' waits are logged; the weights streamed after an update are only the
 LoRA-adapted groups.
 
-Tolerance of the comparison: step 1 samples with bit-identical weights (LoRA's B is zero), but from step 2 the
-rollout rank holds W + s·BA merged while the colocated engine computes W·x + s·B(A·x) on the peft module: the same
-function rounded differently, ~1e-7 relative in fp32. The samples, rewards and counts come out equal (a token flips
-only when a uniform draw falls within ~1e-7 of a cumulative-probability boundary), and the losses, log-probs and
-gradient norms agree to 1e-4 relative (fp32 sums over different roundings of the same values; the parity check
-itself asks 0.9999 of the correlation). Timings, memory and throughput are left out: they measure the machine."""
+Tolerance of the comparison: 1e-4 relative or 1e-5 absolute. The actor side is the same computation in both runs
+(same rows, same seed, same FSDP2 ranks), so its losses, gradient norms and rewards are equal. What differs is the
+engine's module: the rollout rank holds W + s·BA merged, the colocated engine computes W·x + s·B(A·x) on the peft
+module, the same function rounded differently (~1e-7 relative in fp32). The sampled tokens come out the same (a token
+flips only when a uniform draw falls within ~1e-7 of a cumulative-probability boundary), and only the figures of the
+rollout-actor mismatch move, by that rounding: the probability differences, the IS weights, the sequence chi-squared
+(measured with 1 actor and 1 rollout rank in one process, 3 steps: every other metric equal to the last bit, these
+within 1e-6 absolute). Timings, memory and throughput are left out: they measure the machine."""
 import math
 import pytest
 from omni_gspo.config import build_config
 from omni_gspo.trainer import train
 from omni_gspo.viz import read_metrics
 
-SMALL = {'data.train_batch_size': 4, 'actor.ppo_mini_batch_size': 2, 'rollout.n': 4, 'rollout.response_length': 16,
+SMALL = {'data.train_batch_size': 4, 'actor.ppo_mini_batch_size': 2, 'rollout.n': 4, 'rollout.response_length': 40,
          'data.generated_train_size': 32, 'data.generated_val_size': 4, 'data.val_batch_size': 2,
          'trainer.test_freq': 3, 'logging.progress_bar': False, 'logging.print_samples': 0, 'actor.fsdp': True,
          'trainer.max_steps': 3}
@@ -46,10 +48,11 @@ def test_separate_on_policy_equals_colocated(ray_cluster, tmp_path):
     for c, s in zip(colocated, separate):
         assert s['rollout/staleness_max'] == 0 and s['timing_s/wait_rollout'] >= 0 and s['timing_s/wait_actor'] >= 0
         assert s['sync/tensors'] > 0 and 'timing_s/wait_rollout' not in c
+        assert 'rollout_corr/seq_truncated_fraction' not in s   # on-policy: no correction by default
         keys = {k for k in c if not k.startswith(MACHINE)}
         assert keys <= set(s), keys - set(s)
         for k in keys:
-            assert math.isclose(c[k], s[k], rel_tol=1e-4, abs_tol=1e-6), (c['training/global_step'], k, c[k], s[k])
+            assert math.isclose(c[k], s[k], rel_tol=1e-4, abs_tol=1e-5), (c['training/global_step'], k, c[k], s[k])
     assert 'val-core/openai/gsm8k/acc/mean@1' in separate[-1]
 
 
@@ -58,7 +61,8 @@ def test_one_step_off(ray_cluster, tmp_path):
     assert [r['training/global_step'] for r in rows] == [1, 2, 3]
     assert [r['rollout/staleness_mean'] for r in rows] == [0, 1, 1] == [r['rollout/staleness_max'] for r in rows]
     assert rows[0]['training/rollout_actor_probs_pearson_corr'] > 0.9999   # fresh: checked
-    for r in rows[1:]:   # one update old: the rollout and actor probabilities differ, the TIS weights are not all 1
-        assert r['rollout_corr/is_weight_max'] > 1 or r['rollout_corr/is_weight_min'] < 1, r
-        assert r['rollout_corr/k3_kl'] > 0 and math.isfinite(r['actor/pg_loss'])
+    assert all('rollout_corr/seq_truncated_fraction' in r for r in rows)  # TIS, on by default with staleness 1
+    for r in rows[1:]:   # one update old: rollout and actor disagree by far more than fresh samples' rounding
+        assert r['rollout_corr/k3_kl'] > 1000 * rows[0]['rollout_corr/k3_kl'], (r['rollout_corr/k3_kl'], rows[0])
+        assert math.isfinite(r['actor/grad_norm'])
     assert all(r['timing_s/wait_rollout'] >= 0 and r['timing_s/wait_actor'] >= 0 for r in rows)
