@@ -174,7 +174,8 @@ def step(self:SeparateWorkers, step:int, shares_of, records_to, data_file:str)->
     self.pending = self._sample(step + 1, ahead) if ahead is not None else None   # before step's weights arrive
     received = [w.receive.remote() for w in self.rollouts.workers]
     parts, synced = ray.get(learn), ray.get(received)
-    waits = {'timing_s/wait_rollout': wait_rollout, 'timing_s/wait_actor': max(r['timing_s/wait_actor'] for r in synced)}
+    waits = {'timing_s/wait_rollout': wait_rollout,
+             'timing_s/wait_actor': max(r['timing_s/wait_actor'] for r in synced)}
     for p in parts: p['metrics'] |= waits
     return parts
 

@@ -136,7 +136,8 @@ class RolloutRank(Rank):
         m = self.cfg.model
         model = load_model(self.model_path, m.dtype, self.device, m.attn_implementation, m.fp32_logits, m.fp32_residual)
         self.model = model.eval().requires_grad_(False)
-        engine = engine_class(self.cfg.rollout.engine).from_config(model, self.tok, self.adapter, self.processor, self.cfg)
+        engine = engine_class(self.cfg.rollout.engine).from_config(model, self.tok, self.adapter, self.processor,
+                                                                   self.cfg)
         self.rollout = RolloutWorker(engine)
         host, port, size = self.stream_at
         self.group = side_group(self.cfg.hardware.device, host, port, 1 + self.rank, size)

@@ -143,7 +143,8 @@ def sample_step(rollout:RolloutWorker, # the rollout side: `engine` samples, `re
     t_reward = time.perf_counter()
     texts, rewards, details, reward_m = scorer.results()
     t_end = time.perf_counter()
-    m = reward_m | response_metrics(ro) | engine_m | {'timing_s/gen': t_gen - t_start, 'timing_s/reward': t_end - t_reward}
+    m = reward_m | response_metrics(ro) | engine_m | {'timing_s/gen': t_gen - t_start,
+                                                      'timing_s/reward': t_end - t_reward}
     return Samples(ro, texts, rewards, details, m, version, gen_used, t_end - t_start)
 
 # %% ../nbs/07d_gspo_step.ipynb #b7c1e001
@@ -153,7 +154,7 @@ def learn_step(actor:ActorWorker, # the actor side: `learner` (old log-probs, up
                batch:list[Prompt], # its prompts (for the records)
                cfg:Config, # the run's config
                step:int, # the training step: names the records
-               records_to:Path|None=None, # run folder: keep `logging.rollout_groups` groups of this step under rollouts/
+               records_to:Path|None=None, # run folder: keep `logging.rollout_groups` groups of this step (rollouts/)
                data_file:str='', # the file the prompts came from (`data_file_path`), referenced by the records
               )->dict:
     "3. advantages to 10. records on one share: {'metrics', 'texts', 'rewards'}."
@@ -174,11 +175,13 @@ def learn_step(actor:ActorWorker, # the actor side: `learner` (old log-probs, up
            'perf/device_peak_gib': max(s.gen_used_gib, device_used_gib(dev))}
     engine_m = sync.update_weights(actor.model, step)                                  # 8. weight sync
     t_end = time.perf_counter()
-    timings = {'timing_s/reward': s.metrics['timing_s/reward'] + t_old - t_start, 'timing_s/old_log_prob': t_update - t_old,
-               'timing_s/update': t_sync - t_update, 'timing_s/step': s.seconds + t_end - t_start}
+    timings = {'timing_s/reward': s.metrics['timing_s/reward'] + t_old - t_start,
+               'timing_s/old_log_prob': t_update - t_old, 'timing_s/update': t_sync - t_update,
+               'timing_s/step': s.seconds + t_end - t_start}
     metrics = {**s.metrics, 'reward/frac_zero_std': frac_zero_std, **parity,                      # 9. metrics
                **rollout_correction_metrics(ro.logprobs, old_logp, ro.response_mask, seq_log_w),
-               **update_m, **engine_m, **mem, 'rollout/staleness_mean': float(stale), 'rollout/staleness_max': float(stale),
+               **update_m, **engine_m, **mem,
+               'rollout/staleness_mean': float(stale), 'rollout/staleness_max': float(stale),
                **timings, **throughput_metrics(ro, s.metrics['timing_s/gen'], timings['timing_s/step'])}
     if records_to is not None and cfg.logging.rollout_groups:                         # 10. records
         groups = rollout_records(step, batch, ro, actor.tok, s.texts, s.rewards, s.details, advantages, old_logp,
@@ -197,7 +200,8 @@ def gspo_step(actor:ActorWorker, # the actor side: `learner` (old log-probs, upd
               data_file:str='', # the file the prompts came from (`data_file_path`), referenced by the records
              )->dict:
     "One GSPO step on `batch` with both sides on this rank: `sample_step`, then `learn_step`."
-    s = sample_step(rollout, actor.tok, batch, cfg, step, rank, version=step - 1, dev=actor.device)   # the engine holds the newest weights
+    s = sample_step(rollout, actor.tok, batch, cfg, step, rank, version=step - 1,   # the engine: the newest weights
+                    dev=actor.device)
     return learn_step(actor, rollout, s, batch, cfg, step, records_to, data_file)
 
 # %% ../nbs/07d_gspo_step.ipynb #d61bedab

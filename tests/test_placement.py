@@ -38,7 +38,8 @@ def ray_cluster():
 
 
 def run(over, path):
-    return read_metrics(train(build_config('gsm8k', over, **{'trainer.output_dir': str(path)}), log=lambda s: None).metrics)
+    cfg = build_config('gsm8k', over, **{'trainer.output_dir': str(path)})
+    return read_metrics(train(cfg, log=lambda s: None).metrics)
 
 
 def test_separate_on_policy_equals_colocated(ray_cluster, tmp_path):
