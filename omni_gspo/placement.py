@@ -7,10 +7,14 @@ from __future__ import annotations
 import os, socket
 from .config import ConfigError
 from .platform import ray_bundle
+import time
+from fastcore.basics import patch
 from .step import ColocatedWorker
+from .separate import ActorRank, RolloutRank
 
 # %% auto #0
-__all__ = ['RAY_PLACEMENT_TIMEOUT_S', 'FORWARDED_ENV', 'WorkerGroup', 'InProcessWorkers', 'RayWorkers', 'make_workers']
+__all__ = ['RAY_PLACEMENT_TIMEOUT_S', 'FORWARDED_ENV', 'WorkerGroup', 'InProcessWorkers', 'RayRanks', 'RayWorkers',
+           'SeparateWorkers', 'make_workers']
 
 # %% ../nbs/07d_placement.ipynb #2d73f94c
 class WorkerGroup:
@@ -18,6 +22,18 @@ class WorkerGroup:
     def call(self, method:str, *args)->list:
         "`method(*args)` on every rank; the results in rank order."
         return self.call_each(method, [args] * self.world)
+    @property
+    def samplers(self)->WorkerGroup:
+        "The ranks that hold engines (validation): all of them, colocated."
+        return self
+    def step(self, step:int, # the training step
+             shares_of, # step -> the actor ranks' rows of that step's prompts (None past the last step)
+             records_to, # the run folder: actor rank 0 keeps the step's records there
+             data_file:str, # the file the prompts came from (`data_file_path`)
+            )->list[dict]:
+        "One training step on every rank (`gspo_step`): the ranks' {'metrics', 'texts', 'rewards'}."
+        return self.call_each('step', [(step, share, records_to if r == 0 else None, data_file)
+                                       for r, share in enumerate(shares_of(step))])
 
 class InProcessWorkers(WorkerGroup):
     "One rank, in this process."
@@ -31,7 +47,7 @@ class InProcessWorkers(WorkerGroup):
 RAY_PLACEMENT_TIMEOUT_S = 120
 FORWARDED_ENV = ('OMNI_GSPO_', 'HF_', 'TRANSFORMERS_', 'TOKENIZERS_', 'VLLM_', 'NCCL_', 'HCCL_')
 
-def _free_address()->tuple[str, int]:
+def _port_here()->tuple[str, int]:
     "This node's IP address and a free TCP port (run on rank 0's node)."
     import ray
     with socket.socket() as s:
@@ -48,46 +64,124 @@ def _join_ray(world:int)->bool:
     try: ray.init(address=os.environ.get('RAY_ADDRESS', 'auto'), **kw); return False
     except ConnectionError: ray.init(num_cpus=max(world, os.cpu_count() or 1), **kw); return True
 
-# %% ../nbs/07d_placement.ipynb #2ed7f6ed
-class RayWorkers(WorkerGroup):
-    "`world` ranks as Ray actors, one per device, in one placement group."
-    def __init__(self, cfg, world:int):
-        self.world, self.started = world, _join_ray(world)
-        import ray
-        from ray.util.placement_group import placement_group, remove_placement_group
-        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-        bundle = ray_bundle(cfg.hardware.device)   # the device's Ray resource names live in the platform module
-        self.pg = placement_group([bundle] * world, strategy='PACK')
-        try: ray.get(self.pg.ready(), timeout=RAY_PLACEMENT_TIMEOUT_S)
-        except ray.exceptions.GetTimeoutError:
-            remove_placement_group(self.pg)
-            raise ConfigError(f"hardware.nnodes × hardware.gpus_per_node = {world} ranks of {bundle}, but the Ray cluster has "
-                              f"{ray.cluster_resources()} (waited {RAY_PLACEMENT_TIMEOUT_S} s)") from None
-        on = lambda i: PlacementGroupSchedulingStrategy(self.pg, placement_group_bundle_index=i)
-        master = ray.get(ray.remote(_free_address).options(num_cpus=0, scheduling_strategy=on(0)).remote())
-        env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV)}
-        actor = ray.remote(ColocatedWorker)
-        self.workers = [actor.options(num_cpus=bundle['CPU'], num_gpus=bundle.get('GPU', 0), resources={'NPU': 1} if 'NPU' in bundle else None,
-                                      scheduling_strategy=on(i), runtime_env={'env_vars': env}).remote(cfg, i, world, master, os.getcwd())
-                        for i in range(world)]
+def _reserve(cfg, world:int):
+    "A placement group of `world` device bundles, ready, and the bundle (the platform's Ray resources)."
+    import ray
+    from ray.util.placement_group import placement_group, remove_placement_group
+    bundle = ray_bundle(cfg.hardware.device)   # the device's Ray resource names live in the platform module
+    pg = placement_group([bundle] * world, strategy='PACK')
+    try: ray.get(pg.ready(), timeout=RAY_PLACEMENT_TIMEOUT_S)
+    except ray.exceptions.GetTimeoutError:
+        remove_placement_group(pg)
+        raise ConfigError(f"hardware.nnodes × hardware.gpus_per_node = {world} ranks of {bundle}, but the Ray cluster "
+                          f"has {ray.cluster_resources()} (waited {RAY_PLACEMENT_TIMEOUT_S} s)") from None
+    return pg, bundle
 
+def _on(pg, i:int):
+    "Ray's scheduling strategy for bundle `i` of `pg`."
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+    return PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=i)
+
+def _free_address(pg, i:int=0)->tuple[str, int]:
+    "The address and a free TCP port of bundle `i`'s node."
+    import ray
+    return ray.get(ray.remote(_port_here).options(num_cpus=0, scheduling_strategy=_on(pg, i)).remote())
+
+def _ray_ranks(cls, pg, bundle:dict, placed:list[tuple[int, tuple]], # (bundle index, the class's arguments) per rank
+              )->list:
+    "Ray actors of `cls`, each on its bundle, with the driver's `FORWARDED_ENV` variables."
+    import ray
+    env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV)}
+    actor = ray.remote(cls)
+    return [actor.options(num_cpus=bundle['CPU'], num_gpus=bundle.get('GPU', 0),
+                          resources={'NPU': 1} if 'NPU' in bundle else None, scheduling_strategy=_on(pg, i),
+                          runtime_env={'env_vars': env}).remote(*args) for i, args in placed]
+
+def _close_ray(groups:list, pg, started:bool):
+    "Close every rank of `groups`, free the placement group, and stop Ray if it was started for the run."
+    import ray
+    from ray.util.placement_group import remove_placement_group
+    try: ray.get([w.close.remote() for g in groups for w in g.workers])
+    finally:
+        for g in groups:
+            for w in g.workers: ray.kill(w)
+        remove_placement_group(pg)
+        if started: ray.shutdown()
+
+# %% ../nbs/07d_placement.ipynb #2ed7f6ed
+class RayRanks(WorkerGroup):
+    "Ray actors called together."
+    def __init__(self, workers:list): self.workers, self.world = workers, len(workers)
     def call_each(self, method:str, args:list[tuple])->list:
         "`method(*args[r])` on rank r, for every rank, all at once; the results in rank order."
         import ray
         return ray.get([getattr(w, method).remote(*a) for w, a in zip(self.workers, args)])
 
-    def close(self):
-        "Close every rank, free the placement group, and stop Ray if this group started it."
+class RayWorkers(RayRanks):
+    "`world` colocated ranks as Ray actors, one per device, in one placement group."
+    def __init__(self, cfg, world:int):
+        self.started = _join_ray(world)
+        self.pg, bundle = _reserve(cfg, world)
+        master, cwd = _free_address(self.pg), os.getcwd()
+        super().__init__(_ray_ranks(ColocatedWorker, self.pg, bundle, [(i, (cfg, i, world, master, cwd))
+                                                                       for i in range(world)]))
+    def close(self): _close_ray([self], self.pg, self.started)
+
+# %% ../nbs/07d_placement.ipynb #9c0e1a02
+class SeparateWorkers(WorkerGroup):
+    "An actor group and a rollout group of Ray actors (`rollout.placement=separate`), and the staleness queue."
+    def __init__(self, cfg):
+        n, d = cfg.hardware.nnodes * cfg.hardware.gpus_per_node, cfg.rollout.devices
+        self.world, self.staleness, self.pending = n - d, cfg.trainer.max_staleness, None
+        self.started = _join_ray(n)
+        self.pg, bundle = _reserve(cfg, n)
+        master, (host, port), cwd = _free_address(self.pg), _free_address(self.pg), os.getcwd()
+        stream = (host, port, 1 + d)
+        self.actors = RayRanks(_ray_ranks(ActorRank, self.pg, bundle, [(i, (cfg, i, self.world, master, cwd, stream))
+                                                                        for i in range(self.world)]))
+        self.rollouts = RayRanks(_ray_ranks(RolloutRank, self.pg, bundle, [(self.world + j, (cfg, j, cwd, stream))
+                                                                            for j in range(d)]))
+    @property
+    def samplers(self)->WorkerGroup: return self.rollouts
+
+    def call(self, method:str, *args)->list:
+        "`method(*args)` on every rank, actor ranks' results first (`save`: on the actor ranks alone)."
         import ray
-        from ray.util.placement_group import remove_placement_group
-        try: self.call('close')
-        finally:
-            for w in self.workers: ray.kill(w)
-            remove_placement_group(self.pg)
-            if self.started: ray.shutdown()
+        groups = [self.actors] if method == 'save' else [self.actors, self.rollouts]
+        refs = [getattr(w, method).remote(*args) for g in groups for w in g.workers]   # all at once: `start` meets
+        return ray.get(refs)                                                           # over the weight stream
+    def close(self): _close_ray([self.actors, self.rollouts], self.pg, self.started)
+
+# %% ../nbs/07d_placement.ipynb #9c0e1a03
+@patch
+def _sample(self:SeparateWorkers, step:int, shares:list[list[int]])->tuple[int, list]:
+    "Ask the rollout ranks for `step`'s samples: rank r samples actor ranks r, r + D, ...'s shares."
+    d = self.rollouts.world
+    return step, [w.sample.remote(step, [(shares[a], a) for a in range(r, len(shares), d)])
+                  for r, w in enumerate(self.rollouts.workers)]
+
+@patch
+def step(self:SeparateWorkers, step:int, shares_of, records_to, data_file:str)->list[dict]:
+    "One training step through both groups (see `WorkerGroup.step`), the next step's samples asked for as allowed."
+    import ray
+    shares, d = shares_of(step), self.rollouts.world
+    if self.pending is None or self.pending[0] != step: self.pending = self._sample(step, shares)
+    t = time.perf_counter(); got = ray.get(self.pending[1]); wait_rollout = time.perf_counter() - t
+    samples = {a: s for r, ss in enumerate(got) for a, s in zip(range(r, len(shares), d), ss)}
+    learn = [w.step.remote(step, shares[a], samples[a], records_to if a == 0 else None, data_file)
+             for a, w in enumerate(self.actors.workers)]
+    ahead = shares_of(step + 1) if self.staleness else None
+    self.pending = self._sample(step + 1, ahead) if ahead is not None else None   # before step's weights arrive
+    received = [w.receive.remote() for w in self.rollouts.workers]
+    parts, synced = ray.get(learn), ray.get(received)
+    waits = {'timing_s/wait_rollout': wait_rollout,
+             'timing_s/wait_actor': max(r['timing_s/wait_actor'] for r in synced)}
+    for p in parts: p['metrics'] |= waits
+    return parts
 
 # %% ../nbs/07d_placement.ipynb #e6a0264f
 def make_workers(cfg):
-    "The ranks `cfg.hardware` asks for: one in this process, or `nnodes × gpus_per_node` placed by Ray."
+    "The ranks `cfg.hardware` and `cfg.rollout.placement` ask for: one in this process, or placed by Ray."
     world = cfg.hardware.nnodes * cfg.hardware.gpus_per_node
+    if cfg.rollout.placement == 'separate': return SeparateWorkers(cfg)
     return InProcessWorkers(cfg) if world == 1 else RayWorkers(cfg, world)

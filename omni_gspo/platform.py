@@ -17,9 +17,9 @@ from .config import ConfigError
 __all__ = ['HARDWARE', 'DEVICE_TYPE', 'VISIBLE_DEVICES', 'DIST_BACKEND', 'RAY_RESOURCES', 'REDUCE_OPS', 'BACKEND_DEVICE',
            'ENV_DEFAULTS', 'COMPILE_CACHES', 'VLLM_ENV_DEFAULTS', 'VLLM_CPU_ENV_DEFAULTS', 'PlatformError',
            'npu_module', 'check_hardware', 'DistEnv', 'dist_env', 'torch_device', 'device_count', 'dist_backend',
-           'ensure_process_group', 'visible_devices_var', 'ray_bundle', 'world_size', 'rank', 'all_reduce_values',
-           'reset_allocator_peak', 'private_pool_gib', 'allocator_peak_gib', 'device_used_gib', 'device_memory_gb',
-           'release_cached_memory', 'kept_rng', 'seeded_rng', 'fp32_gemm_sums', 'compile_cache_env',
+           'ensure_process_group', 'visible_devices_var', 'ray_bundle', 'side_group', 'world_size', 'rank',
+           'all_reduce_values', 'reset_allocator_peak', 'private_pool_gib', 'allocator_peak_gib', 'device_used_gib',
+           'device_memory_gb', 'release_cached_memory', 'kept_rng', 'seeded_rng', 'fp32_gemm_sums', 'compile_cache_env',
            'apply_env_defaults', 'cuda_available', 'ipc_collect', 'vllm_env_defaults']
 
 # %% ../nbs/00a_platform.ipynb #4e1f3981
@@ -116,6 +116,23 @@ RAY_RESOURCES = {'cpu': {'CPU': 1}, 'gpu': {'CPU': 1, 'GPU': 1}, 'npu': {'CPU': 
 def ray_bundle(hardware:str)->dict:
     "The Ray resources one rank on `hardware` asks for: a CPU, and its device."
     return dict(RAY_RESOURCES[_known(hardware)])
+
+# %% ../nbs/00a_platform.ipynb #6a1f0c02
+def side_group(hardware:str, # `hardware.device`: 'cpu', 'gpu' or 'npu'
+               host:str, # the address of rank 0, which serves the group's store
+               port:int, # a free port there
+               rank:int, # this process's rank in the group
+               size:int, # how many processes join
+               timeout_s:float=1800, # how long a collective waits for the others
+              ):
+    "A process group of `size` processes apart from the default one: its collectives are its own methods (`broadcast`)."
+    from datetime import timedelta
+    t = timedelta(seconds=timeout_s)
+    store = dist.PrefixStore('side', dist.TCPStore(host, port, size, is_master=rank == 0, timeout=t))
+    backend = dist_backend(hardware)
+    if backend == 'gloo': return dist.ProcessGroupGloo(store, rank, size, t)
+    if backend == 'nccl': return dist.ProcessGroupNCCL(store, rank, size)
+    return importlib.import_module('torch_npu._C._distributed_c10d').ProcessGroupHCCL(store, rank, size)
 
 # %% ../nbs/00a_platform.ipynb #1eb6fe68
 REDUCE_OPS = {'sum': dist.ReduceOp.SUM, 'max': dist.ReduceOp.MAX, 'min': dist.ReduceOp.MIN}

@@ -6,6 +6,7 @@
 from __future__ import annotations
 import os, time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 import torch
 from fastcore.basics import patch
@@ -22,7 +23,7 @@ from .workers import ActorWorker, RolloutWorker
 
 # %% auto #0
 __all__ = ['PEARSON', 'StreamingScorer', 'advantages_and_keep', 'check_parity', 'ranks_parity', 'response_metrics',
-           'throughput_metrics', 'gspo_step', 'ColocatedWorker']
+           'throughput_metrics', 'Samples', 'sample_step', 'learn_step', 'gspo_step', 'Rank', 'ColocatedWorker']
 
 # %% ../nbs/07d_gspo_step.ipynb #064ecfb4
 class StreamingScorer:
@@ -85,11 +86,12 @@ def ranks_parity(rollout_logp:torch.Tensor, # [N, R] the engine's log-probs of t
                  mask:torch.Tensor, # [N, R] 1 on response tokens
                  min_pearson:float, # `rollout.min_probs_pearson`
                  step:int, # the training step, for the message
+                 check:bool=True, # False: stale samples, whose weights the actor no longer has; logged, not checked
                 )->dict:
     "This rank's `rollout_parity`, its correlation the lowest of all ranks', checked by `check_parity`."
     parity = rollout_parity(rollout_logp, old_logp, mask)
     parity[PEARSON] = all_reduce_values([parity[PEARSON]], 'min')[0]
-    check_parity(parity, min_pearson, step)
+    if check: check_parity(parity, min_pearson, step)
     return parity
 
 # %% ../nbs/07d_gspo_step.ipynb #a5e90009
@@ -109,6 +111,85 @@ def throughput_metrics(ro:Rollout, # the step's samples
             'perf/e2e_tokens_per_s_per_device': (ptok + ntok) / step_s}
 
 # %% ../nbs/07d_gspo_step.ipynb #a5e9000b
+@dataclass
+class Samples:
+    "One share of a step as the rollout side hands it over: the samples, their rewards, metrics and weight version."
+    ro: Rollout               # the sampled responses and their rollout log-probs
+    texts: list[str]          # the decoded responses, in rollout order
+    rewards: list[float]      # their scalar rewards
+    details: list[dict]       # their reward dicts
+    metrics: dict             # reward, response-length, engine and generation-timing metrics
+    version: int              # the step whose update the sampling weights include (0: the initial weights)
+    gen_used_gib: float       # device memory in use at the end of generation (`device_used_gib`)
+    seconds: float            # wall time of the whole half
+
+def sample_step(rollout:RolloutWorker, # the rollout side: `engine` samples, `release` after generating
+                tok, # the tokenizer that decodes the responses
+                batch:list[Prompt], # the share's prompts
+                cfg:Config, # the run's config
+                step:int, # the training step: with `rank`, fixes the sampling seed
+                rank:int, # the actor rank whose share this is
+                version:int, # the step whose weights the engine holds (`Samples.version`)
+                dev:torch.device, # the engine's device (its memory reading)
+               )->Samples:
+    "1. rollout, 2. reward alongside: the share's samples, scored."
+    t_start = time.perf_counter()
+    scorer = StreamingScorer(batch, tok, cfg.reward)
+    seed = cfg.trainer.seed * 1_000_003 + step + 7_919 * rank
+    ro = rollout.engine.generate(batch, n=cfg.rollout.n, seed=seed, on_finish=scorer)
+    t_gen, gen_used = time.perf_counter(), device_used_gib(dev)   # the engine awake: its pool, KV cache, activations
+    engine_m = rollout.release()
+    reset_allocator_peak(dev)
+    t_reward = time.perf_counter()
+    texts, rewards, details, reward_m = scorer.results()
+    t_end = time.perf_counter()
+    m = reward_m | response_metrics(ro) | engine_m | {'timing_s/gen': t_gen - t_start,
+                                                      'timing_s/reward': t_end - t_reward}
+    return Samples(ro, texts, rewards, details, m, version, gen_used, t_end - t_start)
+
+# %% ../nbs/07d_gspo_step.ipynb #b7c1e001
+def learn_step(actor:ActorWorker, # the actor side: `learner` (old log-probs, update), `model` (what the sync reads)
+               sync, # what takes the new weights: `update_weights(model, step)` (a `RolloutWorker`, or a weight stream)
+               s:Samples, # this rank's share, from `sample_step`
+               batch:list[Prompt], # its prompts (for the records)
+               cfg:Config, # the run's config
+               step:int, # the training step: names the records
+               records_to:Path|None=None, # run folder: keep `logging.rollout_groups` groups of this step (rollouts/)
+               data_file:str='', # the file the prompts came from (`data_file_path`), referenced by the records
+              )->dict:
+    "3. advantages to 10. records on one share: {'metrics', 'texts', 'rewards'}."
+    dev, t_start, ro = actor.device, time.perf_counter(), s.ro
+    stale = step - 1 - s.version
+    advantages, keep, frac_zero_std = advantages_and_keep(torch.tensor(s.rewards), ro.group_ids.cpu(), cfg.algorithm)
+    keep = None if keep is None else keep.to(ro.response_mask.device)
+    t_old = time.perf_counter()
+    old_logp = actor.learner.logprobs(ro)                                             # 4. old log-probs
+    parity = ranks_parity(ro.logprobs, old_logp, ro.response_mask, cfg.rollout.min_probs_pearson, step,   # 5. parity
+                          check=stale == 0)
+    t_update = time.perf_counter()
+    seq_log_w = seq_log_is_weight(ro.logprobs.double(), old_logp.double(), ro.response_mask)   # 6. rollout correction
+    update_m = actor.learner.update(ro, advantages.to(old_logp.device), old_logp, cfg.rollout.n,   # 7. update
+                                    keep=keep, seq_log_w=seq_log_w)
+    t_sync = time.perf_counter()
+    mem = {'perf/actor_peak_gib': allocator_peak_gib(dev),   # before the wake hands torch's cache back
+           'perf/device_peak_gib': max(s.gen_used_gib, device_used_gib(dev))}
+    engine_m = sync.update_weights(actor.model, step)                                  # 8. weight sync
+    t_end = time.perf_counter()
+    timings = {'timing_s/reward': s.metrics['timing_s/reward'] + t_old - t_start,
+               'timing_s/old_log_prob': t_update - t_old, 'timing_s/update': t_sync - t_update,
+               'timing_s/step': s.seconds + t_end - t_start}
+    metrics = {**s.metrics, 'reward/frac_zero_std': frac_zero_std, **parity,                      # 9. metrics
+               **rollout_correction_metrics(ro.logprobs, old_logp, ro.response_mask, seq_log_w),
+               **update_m, **engine_m, **mem,
+               'rollout/staleness_mean': float(stale), 'rollout/staleness_max': float(stale),
+               **timings, **throughput_metrics(ro, s.metrics['timing_s/gen'], timings['timing_s/step'])}
+    if records_to is not None and cfg.logging.rollout_groups:                         # 10. records
+        groups = rollout_records(step, batch, ro, actor.tok, s.texts, s.rewards, s.details, advantages, old_logp,
+                                 data_file, cfg.logging.rollout_groups, cfg.trainer.seed)
+        write_rollout_records(records_to, step, groups)
+    return {'metrics': metrics, 'texts': s.texts, 'rewards': s.rewards}
+
+# %% ../nbs/07d_gspo_step.ipynb #b7c1e002
 def gspo_step(actor:ActorWorker, # the actor side: `learner` (old log-probs, update), `model` (what the sync reads)
               rollout:RolloutWorker, # the rollout side: `engine` samples; `release` before the update, `update_weights`
               batch:list[Prompt], # this rank's prompts of the step
@@ -118,43 +199,10 @@ def gspo_step(actor:ActorWorker, # the actor side: `learner` (old log-probs, upd
               records_to:Path|None=None, # run folder: keep `logging.rollout_groups` groups of this step under rollouts/
               data_file:str='', # the file the prompts came from (`data_file_path`), referenced by the records
              )->dict:
-    "One GSPO step on `batch`, in the paper's order: {'metrics', 'texts', 'rewards'}."
-    dev, t_start = actor.device, time.perf_counter()
-    scorer = StreamingScorer(batch, actor.tok, cfg.reward)                            # 1. rollout, 2. reward alongside
-    seed = cfg.trainer.seed * 1_000_003 + step + 7_919 * rank
-    ro = rollout.engine.generate(batch, n=cfg.rollout.n, seed=seed, on_finish=scorer)
-    t_gen, gen_used = time.perf_counter(), device_used_gib(dev)   # the engine awake: its pool, KV cache, activations
-    engine_m = rollout.release()
-    reset_allocator_peak(dev)
-    t_reward = time.perf_counter()
-    texts, rewards, details, reward_m = scorer.results()
-    rewards_t = torch.tensor(rewards)                                                  # 3. group advantages
-    advantages, keep, frac_zero_std = advantages_and_keep(rewards_t, ro.group_ids.cpu(), cfg.algorithm)
-    keep = None if keep is None else keep.to(ro.response_mask.device)
-    t_old = time.perf_counter()
-    old_logp = actor.learner.logprobs(ro)                                             # 4. old log-probs
-    parity = ranks_parity(ro.logprobs, old_logp, ro.response_mask, cfg.rollout.min_probs_pearson, step)   # 5. parity
-    t_update = time.perf_counter()
-    seq_log_w = seq_log_is_weight(ro.logprobs.double(), old_logp.double(), ro.response_mask)   # 6. rollout correction
-    update_m = actor.learner.update(ro, advantages.to(old_logp.device), old_logp, cfg.rollout.n,   # 7. update
-                                    keep=keep, seq_log_w=seq_log_w)
-    t_sync = time.perf_counter()
-    mem = {'perf/actor_peak_gib': allocator_peak_gib(dev),   # before the wake hands torch's cache back
-           'perf/device_peak_gib': max(gen_used, device_used_gib(dev))}
-    engine_m |= rollout.update_weights(actor.model, step)                             # 8. weight sync
-    t_end = time.perf_counter()
-    timings = {'timing_s/gen': t_gen - t_start, 'timing_s/reward': t_old - t_reward,
-               'timing_s/old_log_prob': t_update - t_old, 'timing_s/update': t_sync - t_update,
-               'timing_s/step': t_end - t_start}
-    metrics = {'reward/frac_zero_std': frac_zero_std, **reward_m, **response_metrics(ro), **parity,   # 9. metrics
-               **rollout_correction_metrics(ro.logprobs, old_logp, ro.response_mask, seq_log_w),
-               **update_m, **engine_m, **mem,
-               **timings, **throughput_metrics(ro, timings['timing_s/gen'], timings['timing_s/step'])}
-    if records_to is not None and cfg.logging.rollout_groups:                         # 10. records
-        groups = rollout_records(step, batch, ro, actor.tok, texts, rewards, details, advantages, old_logp, data_file,
-                                 cfg.logging.rollout_groups, cfg.trainer.seed)
-        write_rollout_records(records_to, step, groups)
-    return {'metrics': metrics, 'texts': texts, 'rewards': rewards}
+    "One GSPO step on `batch` with both sides on this rank: `sample_step`, then `learn_step`."
+    s = sample_step(rollout, actor.tok, batch, cfg, step, rank, version=step - 1,   # the engine: the newest weights
+                    dev=actor.device)
+    return learn_step(actor, rollout, s, batch, cfg, step, records_to, data_file)
 
 # %% ../nbs/07d_gspo_step.ipynb #d61bedab
 def _prompts(path:str, # the split's file ('' = generated problems)
@@ -178,8 +226,8 @@ def _prompts(path:str, # the split's file ('' = generated problems)
     return ps
 
 # %% ../nbs/07d_gspo_step.ipynb #a5e9000c
-class ColocatedWorker:
-    "One rank: its copy of the prompts, an `ActorWorker` and a `RolloutWorker` sharing one device."
+class Rank:
+    "One process of a run: its copy of the prompts; a subclass builds the sides it holds (`start`)."
     def __init__(self, cfg:Config, # the run's config
                  rank:int=0, # this rank
                  world:int=1, # how many ranks the run has
@@ -206,6 +254,9 @@ class ColocatedWorker:
         "How many training and validation prompts survived the length filter."
         return len(self.train_ps), len(self.val_ps)
 
+class ColocatedWorker(Rank):
+    "One rank: its copy of the prompts, an `ActorWorker` and a `RolloutWorker` sharing one device."
+
     def start(self, total_steps:int, # training steps, for the learning-rate schedule
               resume_from:Path|None=None, # a checkpoint to restore the actor from
              )->tuple[int, list[str]]:
@@ -229,7 +280,7 @@ def step(self:ColocatedWorker, step:int, # the training step
 
 # %% ../nbs/07d_gspo_step.ipynb #c0ba7581
 @patch
-def validate(self:ColocatedWorker, rows:list[int], # this rank's rows of the validation prompts
+def validate(self:Rank, rows:list[int], # this rank's rows of the validation prompts
              calls:int, # greedy generate calls of `data.val_batch_size` prompts (the busiest rank's count)
             )->tuple[list[str], list[dict]]:
     "Data sources and reward details of greedy responses to the validation prompts `rows`."
@@ -246,7 +297,7 @@ def validate(self:ColocatedWorker, rows:list[int], # this rank's rows of the val
 
 # %% ../nbs/07d_gspo_step.ipynb #f7d1bd8c
 @patch
-def save(self:ColocatedWorker, out:Path, # the run folder
+def save(self:Rank, out:Path, # the run folder
          step:int, # the step just finished
          keep:int, # how many checkpoints to keep
         )->Path:
@@ -254,12 +305,12 @@ def save(self:ColocatedWorker, out:Path, # the run folder
     return self.actor.save(out, step, keep)
 
 @patch
-def read_keys(self:ColocatedWorker)->set[str]:
+def read_keys(self:Rank)->set[str]:
     "The config keys this rank read (`read_keys`, `00_config`)."
     return config_read_keys(self.cfg)
 
 @patch
-def close(self:ColocatedWorker):
+def close(self:Rank):
     "Release the engine, then the process group this rank made."
     if hasattr(self, 'rollout'): self.rollout.close()
     if hasattr(self, 'actor'): self.actor.close()

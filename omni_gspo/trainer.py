@@ -56,10 +56,11 @@ def split_rows(rows:list[int], world:int,
 
 def validate(workers, n_val:int, batch:int, # prompts per greedy generate call (`data.val_batch_size`)
             )->dict:
-    "Greedy accuracy per data source over the `n_val` validation prompts, decoded by all ranks."
-    shares = split_rows(list(range(n_val)), workers.world)
+    "Greedy accuracy per data source over the `n_val` validation prompts, decoded by all ranks with an engine."
+    ranks = workers.samplers   # colocated: all; separate: the rollout group
+    shares = split_rows(list(range(n_val)), ranks.world)
     calls = math.ceil(max(map(len, shares)) / batch)
-    parts = workers.call_each('validate', [(s, calls) for s in shares])
+    parts = ranks.call_each('validate', [(s, calls) for s in shares])
     return val_metrics([d for ds, _ in parts for d in ds], [x for _, det in parts for x in det])
 
 # %% ../nbs/09_trainer.ipynb #81cafe16
@@ -204,10 +205,12 @@ def train(cfg:Config, log=print)->RunResult:
         loggers = make_loggers(lc.loggers, out, config_dict(cfg), lc.plot, tqdm.write, wandb_options(lc))
         bar = tqdm(range(start, total + 1), disable=not lc.progress_bar, desc='gspo', initial=start - 1, total=total)
         t_start, last = time.perf_counter(), max(start - 1, total)
+        def shares_of(s:int)->list[list[int]]|None:   # step s's rows, one share per actor rank (None: past the end)
+            if s > total: return None
+            rows = batch_indices(n_train, cfg.data.train_batch_size, s, tc.seed, cfg.data.shuffle)
+            return split_rows(rows, workers.world, cfg.actor.ppo_mini_batch_size)
         for step in bar:
-            rows = batch_indices(n_train, cfg.data.train_batch_size, step, tc.seed, cfg.data.shuffle)
-            parts = workers.call_each('step', [(step, share, out if r == 0 else None, data_file)
-                                               for r, share in enumerate(split_rows(rows, workers.world, cfg.actor.ppo_mini_batch_size))])
+            parts = workers.step(step, shares_of, out, data_file)   # the staleness queue asks one step ahead
             m, texts, rewards = _step_metrics(parts, step, spe)
             out_of_time = tc.max_minutes > 0 and time.perf_counter() - t_start >= 60 * tc.max_minutes
             final = step == total or out_of_time
