@@ -29,14 +29,6 @@ SEPARATE = SMALL | {'hardware.gpus_per_node': 3, 'rollout.placement': 'separate'
 MACHINE = ('timing_s/', 'perf/')
 
 
-@pytest.fixture(scope='module')
-def ray_cluster():
-    ray = pytest.importorskip('ray')
-    ray.init(num_cpus=3, include_dashboard=False, configure_logging=False)
-    yield ray
-    ray.shutdown()
-
-
 def run(over, path):
     cfg = build_config('gsm8k', over, **{'trainer.output_dir': str(path)})
     return read_metrics(train(cfg, log=lambda s: None).metrics)

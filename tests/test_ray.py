@@ -19,14 +19,6 @@ SMALL = {'data.train_batch_size': 4, 'actor.ppo_mini_batch_size': 2, 'rollout.n'
          'hardware.gpus_per_node': 2, 'actor.fsdp': True}
 
 
-@pytest.fixture(scope='module')
-def ray_cluster():
-    ray = pytest.importorskip('ray')
-    ray.init(num_cpus=2, include_dashboard=False, configure_logging=False)
-    yield ray
-    ray.shutdown()
-
-
 def test_two_ranks_through_ray(ray_cluster, tmp_path):
     cfg = build_config('gsm8k', SMALL, **{'trainer.output_dir': str(tmp_path/'run'), 'trainer.max_steps': 2})
     logs = []
