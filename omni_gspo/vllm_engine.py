@@ -151,7 +151,8 @@ class ReloadMessages(logging.Filter):
     def __init__(self):
         super().__init__()
         self.kept_layers, self.not_loaded = 0, set()
-    def filter(self, record)->bool:
+    def filter(self, record, # a log record of vLLM's weight reload
+              )->bool:
         msg, args = str(record.msg), record.args if isinstance(record.args, tuple) else ()
         if 'Failed to load weights' in msg: self.kept_layers += 1; return False
         if any(c in msg for c in RELOAD_CHATTER): return False
@@ -530,7 +531,9 @@ def omni_deploy_config(adapter, # the family's adapter: `vllm_omni_pipeline` and
                         'tensor_parallel_size': tensor_parallel_size,
                         'engine_extras': {'model_arch': adapter.vllm_omni_arch}}]}
 
-def write_deploy_config(cfg:dict, folder:str|Path)->Path:
+def write_deploy_config(cfg:dict, # the deploy config, e.g. `omni_deploy_config(adapter)`
+                        folder:str|Path, # where `deploy.yaml` goes
+                       )->Path:
     "Write `cfg` as `deploy.yaml` in `folder` (JSON text, which is valid YAML), atomically."
     from omni_gspo.config import atomic_write_text
     p = Path(folder)/'deploy.yaml'
