@@ -23,23 +23,28 @@ PLACEHOLDERS = {'<image>': 'image', '<audio>': 'audio', '<video>': 'video'}
 PLACEHOLDER_RE = re.compile('(<image>|<audio>|<video>)')
 NO_VIDEO = "video input is not supported (transformers' video processor needs torchvision, which is unavailable)"
 
-def content_parts(text:str)->str|list[dict]:
+def content_parts(text:str, # a message's text, with <image>/<audio> placeholders
+                 )->str|list[dict]:
     "`text` split at media placeholders into typed parts; `text` unchanged when it has no placeholder."
     pieces = PLACEHOLDER_RE.split(text)
     if len(pieces) == 1: return text
     return [{'type': PLACEHOLDERS[p]} if p in PLACEHOLDERS else {'type': 'text', 'text': p} for p in pieces if p]
 
-def count_parts(messages:list[dict], kind:str)->int:
+def count_parts(messages:list[dict], # chat messages (`parse_prompt`)
+                kind:str, # a part type: 'image' or 'audio'
+               )->int:
     "How many content parts of type `kind` the messages hold."
     return sum(p['type'] == kind for m in messages if not isinstance(m['content'], str) for p in m['content'])
 
 def parse_prompt(prompt, # the row's `prompt`: a list of {'role', 'content'}
                  where:str, # e.g. 'train.parquet: row 3', for messages
-                 n_images:int, n_audios:int, # items in the row's `images` and `audios`
+                 n_images:int, # items in the row's `images`
+                 n_audios:int, # items in the row's `audios`
                 )->list[dict]:
     "Chat messages with typed parts; placeholder counts must match the media counts."
     if not isinstance(prompt, (list, tuple, np.ndarray)) or len(prompt) == 0:
-        raise DataError(f"{where}: 'prompt' must be a non-empty list of {{'role', 'content'}} messages, got {type(prompt).__name__}")
+        raise DataError(f"{where}: 'prompt' must be a non-empty list of {{'role', 'content'}} messages, "
+                        f"got {type(prompt).__name__}")
     messages = []
     for j, m in enumerate(prompt):
         if not isinstance(m, dict) or not isinstance(m.get('role'), str) or not isinstance(m.get('content'), str):
@@ -59,7 +64,8 @@ class MediaError(DataError):
         self.reason = reason
 
 def _payload(item, key:str):
-    "The content of an `images`/`audios` item: a dict's 'bytes', else its `key`, else its 'path'; other items as they are."
+    ("The content of an `images`/`audios` item: a dict's 'bytes', else its `key`, else its 'path'; "
+     "other items as they are.")
     if not isinstance(item, dict): return item
     return next((item[k] for k in ('bytes', key, 'path') if item.get(k) is not None), None)
 
@@ -72,11 +78,13 @@ def load_image(item, # {'bytes': ...}, {'image': path or PIL}, a path, raw bytes
     if isinstance(x, Image.Image): return x.convert('RGB')
     if isinstance(x, (bytes, bytearray)):
         src = io.BytesIO(x)
-        label = f"{len(x)} image bytes" + (f" (from {item['path']!r})" if isinstance(item, dict) and item.get('path') else '')
+        label = f"{len(x)} image bytes" + (f" (from {item['path']!r})" if isinstance(item, dict) and item.get('path')
+                                         else '')
     elif isinstance(x, (str, Path)):
         if not Path(x).is_file(): raise MediaError('missing_image', f"{loc}: image file {str(x)!r} does not exist")
         src, label = x, f"image file {str(x)!r}"
-    else: raise MediaError('bad_image', f"{loc}: expected image bytes, a path, a PIL image, or a dict with 'bytes' or 'image', got {str(item)[:80]}")
+    else: raise MediaError('bad_image', f"{loc}: expected image bytes, a path, a PIL image, or a dict with 'bytes' or "
+                                        f"'image', got {str(item)[:80]}")
     try:
         with Image.open(src) as im: return im.convert('RGB')
     except (OSError, SyntaxError, ValueError) as e:
@@ -87,11 +95,14 @@ SAMPLE_RATE = 16000  # Hz, what the audio tower expects
 HOP = 160            # samples per mel frame of the Whisper feature extractor
 SOUNDFILE_MAGIC = (b'RIFF', b'RF64', b'fLaC', b'OggS')  # containers soundfile reads; a failure on these is a bad file
 
-def pad_to_hop(x:np.ndarray, hop:int=HOP)->np.ndarray:
+def pad_to_hop(x:np.ndarray, # mono samples
+               hop:int=HOP, # samples per mel frame
+              )->np.ndarray:
     "`x` right-padded with zeros to a multiple of `hop` samples."
     return np.pad(x, (0, -len(x) % hop))
 
-def wav_truncation(path:str|Path)->tuple[int, int]|None:
+def wav_truncation(path:str|Path, # an audio file (anything but RIFF/WAVE: None)
+                  )->tuple[int, int]|None:
     "`(declared, present)` byte counts of a RIFF/WAVE data chunk that is cut short; None for a complete file."
     size = Path(path).stat().st_size
     with open(path, 'rb') as f:
@@ -101,7 +112,8 @@ def wav_truncation(path:str|Path)->tuple[int, int]|None:
             cid, n = struct.unpack('<4sI', hdr)
             if cid == b'data':
                 present = size - f.tell()
-                return (n, present) if n not in (0, 0xFFFFFFFF) and present < n else None  # 0 / ~0: size unknown (streamed)
+                # 0 / ~0: size unknown (streamed)
+                return (n, present) if n not in (0, 0xFFFFFFFF) and present < n else None
             f.seek(n + (n & 1), 1)
     return None
 
@@ -114,42 +126,54 @@ def ffmpeg_exe()->str|None:
 
 def _ffmpeg_decode(path:str, sr:int, loc:str)->np.ndarray:
     "Mono float32 samples at `sr` decoded by ffmpeg."
-    r = subprocess.run([ffmpeg_exe(), '-nostdin', '-v', 'error', '-i', path, '-f', 'f32le', '-ac', '1', '-ar', str(sr), '-'],
+    r = subprocess.run([ffmpeg_exe(), '-nostdin', '-v', 'error', '-i', path, '-f', 'f32le', '-ac', '1', '-ar', str(sr),
+                        '-'],
                        capture_output=True)
-    if r.returncode: raise MediaError('bad_audio', f"{loc}: ffmpeg could not decode audio file {path!r}: {(r.stderr.decode(errors='replace').strip().splitlines() or [''])[-1][:200]}")
+    if r.returncode:
+        raise MediaError('bad_audio', f"{loc}: ffmpeg could not decode audio file {path!r}: "
+                                      f"{(r.stderr.decode(errors='replace').strip().splitlines() or [''])[-1][:200]}")
     return np.frombuffer(r.stdout, np.float32).copy()
 
 def _decode(path:str, sr:int, loc:str)->np.ndarray:
     "Mono float32 samples of `path` at `sr` Hz."
-    if (t := wav_truncation(path)): raise MediaError('bad_audio', f"{loc}: WAV file {path!r} is truncated: its data chunk declares {t[0]} bytes, {t[1]} are present")
+    if (t := wav_truncation(path)):
+        raise MediaError('bad_audio', f"{loc}: WAV file {path!r} is truncated: "
+                                      f"its data chunk declares {t[0]} bytes, {t[1]} are present")
     try: x, file_sr = sf.read(path, dtype='float32', always_2d=True)
     except sf.SoundFileError as e:
         with open(path, 'rb') as f: magic = f.read(4)
-        if magic in SOUNDFILE_MAGIC: raise MediaError('bad_audio', f"{loc}: audio file {path!r} is not readable: {e}") from None
+        if magic in SOUNDFILE_MAGIC:
+            raise MediaError('bad_audio', f"{loc}: audio file {path!r} is not readable: {e}") from None
         if ffmpeg_exe(): return _ffmpeg_decode(path, sr, loc)
-        raise DataError(f"{loc}: soundfile cannot read audio file {path!r} ({e}); compressed formats such as m4a need ffmpeg (on PATH, or pip install 'omni_gspo[audio]')") from None
+        raise DataError(f"{loc}: soundfile cannot read audio file {path!r} ({e}); compressed formats such as m4a "
+                        "need ffmpeg (on PATH, or pip install 'omni_gspo[audio]')") from None
     x = x.mean(1)
     return x if file_sr == sr else soxr.resample(x, file_sr, sr).astype(np.float32)
 
 def load_audio(item, # a path or {'audio': path}
                where:str, # e.g. 'train.parquet: row 3', for messages
                k:int=0, # position in the row's `audios`, for messages
-               sr:int=SAMPLE_RATE)->np.ndarray:
+               sr:int=SAMPLE_RATE, # the sample rate to resample to (Hz)
+              )->np.ndarray:
     "The audio of an `audios` item: mono float32 at `sr` Hz, zero-padded to a multiple of `HOP` samples."
     loc, p = f"{where}, audios[{k}]", _payload(item, 'audio')
-    if not isinstance(p, (str, Path)): raise MediaError('bad_audio', f"{loc}: expected a path or {{'audio': path}}, got {str(item)[:80]}")
+    if not isinstance(p, (str, Path)):
+        raise MediaError('bad_audio', f"{loc}: expected a path or {{'audio': path}}, got {str(item)[:80]}")
     if not Path(p).is_file(): raise MediaError('missing_audio', f"{loc}: audio file {str(p)!r} does not exist")
     x = _decode(str(p), sr, loc)
     if len(x) == 0: raise MediaError('bad_audio', f"{loc}: audio file {str(p)!r} has no samples")
     return pad_to_hop(x)
 
 # %% ../nbs/02a_media.ipynb #f9175b85
-def png_bytes(img:Image.Image)->bytes:
+def png_bytes(img:Image.Image, # the image to encode
+             )->bytes:
     "`img` encoded as PNG."
     buf = io.BytesIO(); img.save(buf, format='PNG'); return buf.getvalue()
 
-def write_wav(path:str|Path, audio:np.ndarray, # float samples in [-1, 1]
-              sr:int=SAMPLE_RATE)->Path:
+def write_wav(path:str|Path, # the WAV file to write
+              audio:np.ndarray, # float samples in [-1, 1]
+              sr:int=SAMPLE_RATE, # sample rate (Hz)
+             )->Path:
     "Write mono 16-bit PCM WAV, atomically."
     pcm = (np.clip(audio, -1, 1) * 32767).round().astype('<i2')
     with atomic_path(path) as tmp, wave.open(str(tmp), 'wb') as w:
@@ -174,7 +198,8 @@ def example_from_rl_row(row:dict, # a verl RL row
     if _media_list(row, 'videos', loc): raise DataError(f"{loc}: column 'videos': {NO_VIDEO}")
     messages = parse_prompt(row.get('prompt'), loc, len(images), len(audios))
     ds, rm = row.get('data_source'), row.get('reward_model')
-    if not isinstance(ds, str) or not ds: raise DataError(f"{loc}: 'data_source' must be a non-empty string, got {ds!r}")
+    if not isinstance(ds, str) or not ds:
+        raise DataError(f"{loc}: 'data_source' must be a non-empty string, got {ds!r}")
     if not isinstance(rm, dict) or rm.get('ground_truth') is None:
         raise DataError(f"{loc}: 'reward_model' must be a dict with a 'ground_truth', got {str(rm)[:100]}")
     return Example(messages, str(rm['ground_truth']), ds, index,
@@ -199,11 +224,14 @@ def rl_examples(rows:list[dict], # verl RL rows
 def collate_mm(mms:list[dict], # each sample's `encode_prompt` features (absent modalities allowed)
               )->dict:
     "The multimodal features of a batch, as tensors keyed like `omni_gspo.data.MM_KEYS`."
-    import torch   # here, not at the top: the tasks import this module, and the reward workers import the tasks without torch
+    # here, not at the top: the tasks import this module, and the reward workers import the tasks without torch
+    import torch
     from torch.nn.functional import pad
-    out = {k: torch.cat([m[k] for m in mms if k in m]) for k in ('pixel_values', 'image_grid_thw') if any(k in m for m in mms)}
+    out = {k: torch.cat([m[k] for m in mms if k in m])
+           for k in ('pixel_values', 'image_grid_thw') if any(k in m for m in mms)}
     audio = [m for m in mms if 'input_features' in m]
     if audio:
         n = max(m['input_features'].shape[-1] for m in audio)
-        for k in ('input_features', 'feature_attention_mask'): out[k] = torch.cat([pad(m[k], (0, n - m[k].shape[-1])) for m in audio])
+        for k in ('input_features', 'feature_attention_mask'):
+            out[k] = torch.cat([pad(m[k], (0, n - m[k].shape[-1])) for m in audio])
     return out

@@ -9,7 +9,7 @@ from functools import cached_property
 import torch
 import importlib
 from typing import Protocol, runtime_checkable
-from .config import ConfigError
+from .config import Config, ConfigError, RolloutConfig
 from .data import Prompt
 from .media import collate_mm
 from .model import base_model
@@ -71,14 +71,18 @@ class SampledLogprobs(LogitsProcessor):
         return torch.stack(self.out + [self.prev.gather(-1, last_tokens[:, None])[:, 0]], 1)
 
 # %% ../nbs/06_rollout.ipynb #28878282
-def left_pad(seqs:list[list[int]], pad_id:int)->tuple[torch.Tensor, torch.Tensor]:
+def left_pad(seqs:list[list[int]], # token id lists of any lengths
+             pad_id:int, # the id the padding gets
+            )->tuple[torch.Tensor, torch.Tensor]:
     "Left-pad token lists into `(ids, mask)`."
     P = max(map(len, seqs))
     ids = torch.tensor([[pad_id] * (P - len(s)) + list(s) for s in seqs])
     mask = torch.tensor([[0] * (P - len(s)) + [1] * len(s) for s in seqs])
     return ids, mask
 
-def response_mask(resp:torch.Tensor, eos_id:int)->tuple[torch.Tensor, list[str]]:
+def response_mask(resp:torch.Tensor, # [N, R] sampled response ids
+                  eos_id:int, # the end-of-turn id
+                 )->tuple[torch.Tensor, list[str]]:
     "Mask of each response up to and including its first `eos_id`, and finish reasons."
     is_eos = resp == eos_id
     seen_before = torch.cumsum(is_eos.long(), 1) - is_eos.long()    # eos tokens strictly before each position
@@ -93,9 +97,15 @@ class HFEngine:
     def sync_weights(self, model, step:int|None=None)->dict: return {}   # the weights are the actor's own
     def close(self): "Nothing to shut down."
 
-    def __init__(self, model, tok, rcfg, banned:list[int]=(), # banned: token ids never sampled (the adapter's `banned_token_ids`)
-                 compiled_decode:bool=True, # whether the fast path pays off for this model family (the adapter's `compiled_decode`)
-                 max_prompt_len:int=0, # the longest prompt the data allows (`data.max_prompt_length`): the fast path sizes its caches for it; 0: for each batch
+    def __init__(self, model, # the actor's module, sampled from as it is
+                 tok, # its tokenizer (pad and end-of-turn ids)
+                 rcfg:RolloutConfig, # `cfg.rollout`: temperature, response length, `hf_fast_decode`
+                 banned:list[int]=(), # token ids never sampled (the adapter's `banned_token_ids`)
+                 # whether the fast path pays off for this model family (the adapter's `compiled_decode`)
+                 compiled_decode:bool=True,
+                 # the longest prompt the data allows (`data.max_prompt_length`): the fast path sizes its caches for it;
+                 # 0: for each batch
+                 max_prompt_len:int=0,
                 ):
         self.model, self.tok, self.banned, self.compiled_decode = model, tok, list(banned), compiled_decode
         self.temperature = rcfg.temperature
@@ -103,9 +113,15 @@ class HFEngine:
         self.fast_decode, self._caches = rcfg.hf_fast_decode, {}   # the fast path's static caches, by rows (see below)
 
     @classmethod
-    def from_config(cls, model, tok, adapter, processor, cfg):
-        "The engine the trainer builds: the actor's module, `cfg.rollout`'s sampling, the adapter's banned tokens and decode choice."
-        return cls(model, tok, cfg.rollout, adapter.banned_token_ids(model), adapter.compiled_decode, cfg.data.max_prompt_length)
+    def from_config(cls, model, # the actor's module
+                    tok, # its tokenizer
+                    adapter, # the model family's adapter (banned tokens, decode choice)
+                    processor, # the multimodal processor (unused here: prompts come encoded)
+                    cfg:Config): # the run's config
+        ("The engine the trainer builds: the actor's module, `cfg.rollout`'s sampling, "
+         "the adapter's banned tokens and decode choice.")
+        return cls(model, tok, cfg.rollout, adapter.banned_token_ids(model), adapter.compiled_decode,
+                   cfg.data.max_prompt_length)
 
     def _processors(self, greedy, dev):
         ban = [SuppressTokensLogitsProcessor(self.banned, device=dev)] if self.banned else []
@@ -116,7 +132,8 @@ class HFEngine:
     def generate(self, prompts:list[Prompt], # token ids and, for images/audio, the processor's features
                  n:int=1, # samples per prompt
                  greedy:bool=False, # argmax decoding (validation)
-                 seed:int|None=None, # seeds the whole call (`seeded_rng`): the same prompts with the same seed give the same samples
+                 # seeds the whole call (`seeded_rng`): the same prompts with the same seed give the same samples
+                 seed:int|None=None,
                  on_finish=None, # on_finish(i, responses): prompt i's n response token lists, as soon as they are done
                 )->Rollout:
         "Sample `n` responses for each prompt."
@@ -126,10 +143,14 @@ class HFEngine:
         ids, mask = left_pad(expanded, self.tok.pad_token_id)
         ids, mask = ids.to(dev), mask.to(dev)
         rec = SampledLogprobs()
-        sampling = {} if greedy else dict(temperature=1.0, top_k=0, top_p=1.0)   # generate's own warpers off (its top_k is 50): ours come from `_processors`
+        # generate's own warpers off (its top_k is 50): ours come from `_processors`
+        sampling = {} if greedy else dict(temperature=1.0, top_k=0, top_p=1.0)
         fast = fast_decode(self.fast_decode, self.model, self.compiled_decode)
-        loop, compiled = self._static_decode(len(expanded), max(ids.shape[1], self.max_prompt_len) + self.max_new_tokens) if fast else ({}, None)
-        gc = GenerationConfig(do_sample=not greedy, repetition_penalty=1.0, max_new_tokens=self.max_new_tokens, compile_config=compiled,
+        loop, compiled = (self._static_decode(len(expanded),
+                                              max(ids.shape[1], self.max_prompt_len) + self.max_new_tokens)
+                          if fast else ({}, None))
+        gc = GenerationConfig(do_sample=not greedy, repetition_penalty=1.0, max_new_tokens=self.max_new_tokens,
+                              compile_config=compiled,
                               eos_token_id=self.tok.eos_token_id, pad_token_id=self.tok.pad_token_id, **sampling)
         feats = {k: v.to(dev) for k, v in collate_mm(mm).items()} if mm else {}
         attn = decode_attention(self.model) if fast else nullcontext()
@@ -142,8 +163,10 @@ class HFEngine:
         logp = (rec.finish(out[:, -1]) * rmask)[:, :R]
         resp, rmask = resp.masked_fill(rmask == 0, self.tok.pad_token_id)[:, :R], rmask[:, :R]
         if on_finish:   # transformers returns the whole batch at once
-            for i in range(len(prompts)): on_finish(i, [resp[j][rmask[j].bool()].tolist() for j in range(i * n, (i + 1) * n)])
-        return Rollout(ids, mask, resp, rmask, logp, reasons, torch.arange(len(prompts), device=dev).repeat_interleave(n), mm)
+            for i in range(len(prompts)):
+                on_finish(i, [resp[j][rmask[j].bool()].tolist() for j in range(i * n, (i + 1) * n)])
+        return Rollout(ids, mask, resp, rmask, logp, reasons,
+                       torch.arange(len(prompts), device=dev).repeat_interleave(n), mm)
 
 # %% ../nbs/06_rollout.ipynb #4fcd01b9
 def _last_position(head, args):
@@ -158,25 +181,30 @@ def last_position_logits(model):
     finally: hook.remove()
 
 # %% ../nbs/06_rollout.ipynb #d877f32e
-CACHE_ROUND = 64   # static cache lengths are rounded up to a multiple of this: nearby prompt lengths share one cache and one graph
+# static cache lengths are rounded up to a multiple of this: nearby prompt lengths share one cache and one graph
+CACHE_ROUND = 64
 
 def fast_decode(setting:str, # `rollout.hf_fast_decode`: 'auto', 'on' or 'off'
-                model, pays_off:bool=True, # the model family's `compiled_decode` (see `03b_model`)
+                model, # the module to decode
+                pays_off:bool=True, # the model family's `compiled_decode` (see `03b_model`)
                )->bool:
-    "Whether `HFEngine` decodes `model` with a static KV cache and a compiled step ('auto': on CUDA, unsharded, where it pays off)."
+    ("Whether `HFEngine` decodes `model` with a static KV cache and a compiled step "
+     "('auto': on CUDA, unsharded, where it pays off).")
     if setting != 'auto': return setting == 'on'
     params = list(model.parameters())
     return pays_off and params[0].device.type == 'cuda' and not any(isinstance(p, DTensor) for p in params)
 
 DECODE_COMPILE_OPTIONS = {'triton.cudagraphs': True,         # mode 'reduce-overhead': CUDA graphs on a GPU
-                          'emulate_precision_casts': True}   # round where eager rounds (see 'The compiled step rounds as eager does')
+                          # round where eager rounds (see 'The compiled step rounds as eager does')
+                          'emulate_precision_casts': True}
 
 STOP_EVERY = 8     # decode steps between checks that every row has ended (each check waits for the device)
 
 def decode_loop(model, input_ids, logits_processor,
                 stopping_criteria, # unused: the loop stops on max_new_tokens and the end-of-turn ids itself
                 generation_config, **model_kwargs)->torch.Tensor:
-    "Sampling loop for `generate(custom_generate=decode_loop)`: transformers' `_sample`, checking for the end every `STOP_EVERY` steps."
+    ("Sampling loop for `generate(custom_generate=decode_loop)`: transformers' `_sample`, "
+     "checking for the end every `STOP_EVERY` steps.")
     forward = (model.get_compiled_call(generation_config.compile_config)
                if model._valid_auto_compile_criteria(model_kwargs, generation_config) else model.__call__)
     pad, eos = generation_config._pad_token_tensor, generation_config._eos_token_tensor
@@ -184,10 +212,14 @@ def decode_loop(model, input_ids, logits_processor,
     outputs = model._prefill(input_ids, generation_config, model_kwargs)   # one eager forward over the whole batch
     with model._optimize_model_for_decode():
         for step in range(generation_config.max_new_tokens):
-            if step: outputs = forward(**model.prepare_inputs_for_generation(input_ids, next_sequence_length=1, **model_kwargs), return_dict=True)
+            if step: outputs = forward(**model.prepare_inputs_for_generation(input_ids, next_sequence_length=1,
+                                                                             **model_kwargs),
+                                       return_dict=True)
             model_kwargs = model._update_model_kwargs_for_generation(outputs, model_kwargs)
-            scores = logits_processor(input_ids, outputs.logits[:, -1].to(copy=True, dtype=torch.float32))   # a copy: CUDA graphs reuse their outputs
-            tokens = torch.multinomial(scores.softmax(-1), 1)[:, 0] if generation_config.do_sample else scores.argmax(-1)
+            # a copy: CUDA graphs reuse their outputs
+            scores = logits_processor(input_ids, outputs.logits[:, -1].to(copy=True, dtype=torch.float32))
+            tokens = (torch.multinomial(scores.softmax(-1), 1)[:, 0] if generation_config.do_sample
+                      else scores.argmax(-1))
             tokens = torch.where(unfinished, tokens, pad)
             input_ids = torch.cat([input_ids, tokens[:, None]], -1)
             unfinished &= ~torch.isin(tokens, eos)
@@ -198,13 +230,16 @@ def decode_loop(model, input_ids, logits_processor,
 def _static_decode(self:HFEngine, rows:int, # sequences decoded together
                    length:int, # prompt + response tokens
                   )->tuple[dict, CompileConfig]:
-    "`generate` arguments of the fast path (this engine's static cache for `rows`, reset and reused; the loop) and compile settings."
+    ("`generate` arguments of the fast path (this engine's static cache for `rows`, reset and reused; the loop) "
+     "and compile settings.")
     c = self._caches.get(rows)
     if c is None or c.get_max_length() < length:
-        c = self._caches[rows] = StaticCache(base_model(self.model).config, max_cache_len=-(-length // CACHE_ROUND) * CACHE_ROUND)
+        c = self._caches[rows] = StaticCache(base_model(self.model).config,
+                                             max_cache_len=-(-length // CACHE_ROUND) * CACHE_ROUND)
     c.reset()
     compiled = CompileConfig(mode=None, options=DECODE_COMPILE_OPTIONS)   # torch.compile of the decode forward
-    compiled._compile_all_devices = True # transformers compiles on accelerators only unless told: 'on' compiles on CPU too
+    # transformers compiles on accelerators only unless told: 'on' compiles on CPU too
+    compiled._compile_all_devices = True
     return {'past_key_values': c, 'custom_generate': decode_loop}, compiled
 
 # %% ../nbs/06_rollout.ipynb #129404e3
@@ -212,12 +247,15 @@ GROUPED_DECODE = 'sdpa_grouped_decode'   # the attention implementation the fast
 
 def grouped_decode_attention(module, query, key, value, # [B, H, Q, d] queries; [B, H_kv, L, d] keys and values
                              attention_mask, dropout:float=0.0, scaling:float|None=None, **kwargs):
-    "transformers' `sdpa` attention, except for one query token per row: each key/value head's query heads become its query positions, so keys and values are not repeated."
+    ("transformers' `sdpa` attention, except for one query token per row: each key/value head's query heads "
+     "become its query positions, so keys and values are not repeated.")
     b, h, q, d = query.shape
     groups = h // key.shape[1]
     if q != 1 or groups == 1 or dropout or kwargs.get('position_bias') is not None:
-        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
-    out = F.scaled_dot_product_attention(query.reshape(b, key.shape[1], groups, d), key, value, attn_mask=attention_mask, scale=scaling)
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                                      **kwargs)
+    out = F.scaled_dot_product_attention(query.reshape(b, key.shape[1], groups, d), key, value,
+                                         attn_mask=attention_mask, scale=scaling)
     return out.reshape(b, 1, h, d), None
 
 AttentionInterface.register(GROUPED_DECODE, grouped_decode_attention)
@@ -226,8 +264,10 @@ AttentionMaskInterface.register(GROUPED_DECODE, sdpa_mask)
 @contextmanager
 def decode_attention(model):
     "Within: every config of `model` that runs `sdpa` runs `grouped_decode_attention` instead."
-    configs = {id(c): c for m in model.modules() if (c := getattr(m, 'config', None)) is not None and getattr(c, '_attn_implementation', None) == 'sdpa'}
-    for c in configs.values(): c._attn_implementation_internal = GROUPED_DECODE   # the field itself: the property's setter would recurse into sub-configs
+    configs = {id(c): c for m in model.modules()
+               if (c := getattr(m, 'config', None)) is not None and getattr(c, '_attn_implementation', None) == 'sdpa'}
+    # the field itself: the property's setter would recurse into sub-configs
+    for c in configs.values(): c._attn_implementation_internal = GROUPED_DECODE
     try: yield model
     finally:
         for c in configs.values(): c._attn_implementation_internal = 'sdpa'
@@ -237,28 +277,36 @@ def decode_attention(model):
 class RolloutEngine(Protocol):
     "What the trainer asks of a rollout engine."
     @classmethod
-    def from_config(cls, model, tok, adapter, processor, cfg)->RolloutEngine: ...
-    def generate(self, prompts:list[Prompt], n:int=1, greedy:bool=False, seed:int|None=None, on_finish=None)->Rollout: ...
+    def from_config(cls, model, tok, adapter, processor, cfg:Config)->RolloutEngine: ...
+    def generate(self, prompts:list[Prompt], n:int=1, greedy:bool=False, seed:int|None=None,
+                 on_finish=None)->Rollout: ...
     def sleep(self): ...
     def wake(self, tags=('weights', 'kv_cache')): ...
-    def sync_weights(self, model, step:int|None=None)->dict: ...   # step: the training step, for the sync's one-line report
+    # step: the training step, for the sync's one-line report
+    def sync_weights(self, model, step:int|None=None)->dict: ...
     def close(self): ...
 
 ENGINES = {'hf': 'omni_gspo.rollout:HFEngine', 'vllm': 'omni_gspo.vllm_engine:VLLMEngine',
            'vllm_omni': 'omni_gspo.vllm_engine:VLLMOmniEngine'}
 
-def register_engine(name:str, where:str): # where: 'module:Class' of a `RolloutEngine`
+def register_engine(name:str, # the `rollout.engine` value
+                    where:str): # 'module:Class' of a `RolloutEngine`
     "Make `rollout.engine=name` build the engine class at `where`."
     ENGINES[name] = where
 
-def engine_class(name:str)->type:
+def engine_class(name:str, # `rollout.engine`
+                )->type:
     "The engine class registered as `name` (`rollout.engine`), imported now."
-    if name not in ENGINES: raise ConfigError(f"rollout.engine={name!r} is not a registered engine; known: {', '.join(ENGINES)}")   # the registry at run time (`register_engine` may add engines)
+    # the registry at run time (`register_engine` may add engines)
+    if name not in ENGINES:
+        raise ConfigError(f"rollout.engine={name!r} is not a registered engine; known: {', '.join(ENGINES)}")
     module, cls = ENGINES[name].split(':')
     return getattr(importlib.import_module(module), cls)
 
 # %% ../nbs/06_rollout.ipynb #2249eac6
-def rollout_parity(rollout_logp:torch.Tensor, actor_logp:torch.Tensor, mask:torch.Tensor,
+def rollout_parity(rollout_logp:torch.Tensor, # [N, R] the engine's log-probabilities of the sampled tokens
+                   actor_logp:torch.Tensor, # [N, R] the actor's, for the same tokens
+                   mask:torch.Tensor, # [N, R] the response tokens to compare
                    atol:float=1e-3, # degenerate case: probabilities agreeing this closely count as correlated
                   )->dict:
     "Pearson correlation and absolute differences of sampled-token probabilities, over masked tokens."
@@ -268,4 +316,5 @@ def rollout_parity(rollout_logp:torch.Tensor, actor_logp:torch.Tensor, mask:torc
     degenerate = len(pr) < 2 or bool(pr.std() == 0) or bool(pa.std() == 0)
     corr = float(diff.max() <= atol) if degenerate else torch.corrcoef(torch.stack([pr, pa]))[0, 1].item()
     return {'training/rollout_actor_probs_pearson_corr': corr, 'training/rollout_probs_degenerate': float(degenerate),
-            'training/rollout_probs_diff_mean': diff.mean().item(), 'training/rollout_probs_diff_max': diff.max().item()}
+            'training/rollout_probs_diff_mean': diff.mean().item(),
+            'training/rollout_probs_diff_max': diff.max().item()}

@@ -31,21 +31,27 @@ __all__ = ['RANK_SUMS', 'RESUME_COMMAND_KEYS', 'RESUME_SAFE_KEYS', 'check_driver
 def check_driver():
     "Raise `ConfigError` unless this is one driver process: a fact of how it was launched, not of the config."
     if (w := dist_env().world_size) != 1:
-        raise ConfigError(f'WORLD_SIZE={w}: launch one driver process; it places the ranks itself (hardware.nnodes, hardware.gpus_per_node)')
+        raise ConfigError(f'WORLD_SIZE={w}: launch one driver process; it places the ranks itself '
+                          '(hardware.nnodes, hardware.gpus_per_node)')
 
 # %% ../nbs/09_trainer.ipynb #b631be02
-def trim_metrics(path:Path, last_step:int):
+def trim_metrics(path:Path, # the run's metrics.jsonl
+                 last_step:int): # the last step to keep
     "Keep only the rows of `path` up to `last_step` (rewritten atomically)."
     if not path.exists(): return
-    keep = [l for l in path.read_text().splitlines() if l.strip() and json.loads(l)['training/global_step'] <= last_step]
+    keep = [l for l in path.read_text().splitlines()
+            if l.strip() and json.loads(l)['training/global_step'] <= last_step]
     atomic_write_text(path, ''.join(l + '\n' for l in keep))
 
 
 # %% ../nbs/09_trainer.ipynb #d31b778f
-def split_rows(rows:list[int], world:int,
-               group:int|None=None, # deal out each consecutive group of this many rows on its own (default: all rows at once)
+def split_rows(rows:list[int], # the row indices to deal out
+               world:int, # the number of shares (ranks)
+               # deal out each consecutive group of this many rows on its own (default: all rows at once)
+               group:int|None=None,
               )->list[list[int]]:
-    "`rows` in `world` shares: each group cut into consecutive parts whose sizes differ by at most one, rank r taking part r of every group."
+    ("`rows` in `world` shares: each group cut into consecutive parts whose sizes differ by at most one, "
+     "rank r taking part r of every group.")
     group, out = group or len(rows) or 1, [[] for _ in range(world)]
     for s in range(0, len(rows), group):
         g = rows[s:s + group]
@@ -54,7 +60,9 @@ def split_rows(rows:list[int], world:int,
         for r in range(world): out[r] += g[bounds[r]:bounds[r + 1]]
     return out
 
-def validate(workers, n_val:int, batch:int, # prompts per greedy generate call (`data.val_batch_size`)
+def validate(workers, # the run's workers (`Workers`)
+             n_val:int, # the number of validation prompts
+             batch:int, # prompts per greedy generate call (`data.val_batch_size`)
             )->dict:
     "Greedy accuracy per data source over the `n_val` validation prompts, decoded by all ranks with an engine."
     ranks = workers.samplers   # colocated: all; separate: the rollout group
@@ -64,17 +72,24 @@ def validate(workers, n_val:int, batch:int, # prompts per greedy generate call (
     return val_metrics([d for ds, _ in parts for d in ds], [x for _, det in parts for x in det])
 
 # %% ../nbs/09_trainer.ipynb #81cafe16
-RANK_SUMS = ('reward/errors', 'reward/timeouts', 'perf/tokens_per_s', 'perf/gen_tokens_per_s')   # beside the loss terms (`micro_merge`)
+# beside the loss terms (`micro_merge`)
+RANK_SUMS = ('reward/errors', 'reward/timeouts', 'perf/tokens_per_s', 'perf/gen_tokens_per_s')
 
-def rank_merge(key:str)->str:
-    "How `key` combines over ranks: as over micro-batches (`micro_merge`), and also counts and throughputs add up, the slowest timing, the highest memory and the lowest parity count."
+def rank_merge(key:str, # a metric's name
+              )->str:
+    ("How `key` combines over ranks: as over micro-batches (`micro_merge`), and also counts and throughputs add up, "
+     "the slowest timing, the highest memory and the lowest parity count.")
     if key in RANK_SUMS: return 'sum'
-    if key.startswith('timing_s/') or key in ('perf/actor_peak_gib', 'perf/device_peak_gib', 'response_length/max'): return 'max'
+    if key.startswith('timing_s/') or key in ('perf/actor_peak_gib', 'perf/device_peak_gib', 'response_length/max'):
+        return 'max'
     if key == 'training/rollout_actor_probs_pearson_corr': return 'min'
     return micro_merge(key)
 
-def merge_rank_metrics(ms:list[dict], weights:list[float])->dict:
-    "One step's metrics from the ranks' (see `rank_merge`), means weighted by `weights` (responses); one rank's are returned as they are."
+def merge_rank_metrics(ms:list[dict], # one step's metrics, one dict per rank
+                       weights:list[float], # each rank's weight (its responses)
+                      )->dict:
+    ("One step's metrics from the ranks' (see `rank_merge`), means weighted by `weights` (responses); "
+     "one rank's are returned as they are.")
     return merge_metrics(ms, weights, rank_merge)
 
 # %% ../nbs/09_trainer.ipynb #25315b45
@@ -156,16 +171,19 @@ def run_folder(output_dir:str, # `trainer.output_dir`; a last part '{time}' beco
         if (p/'state.json').exists() and p.parent.name == 'checkpoints': return p.parent.parent, p
         cks = list_checkpoints(p)
         # the run folder's contents when the run starts: not a config fact
-        if not cks: raise ConfigError(f"trainer.resume={resume!r}: no checkpoint there (expected a run folder with checkpoints/step_N, or one checkpoint folder)")
+        if not cks: raise ConfigError(f"trainer.resume={resume!r}: no checkpoint there "
+                                      "(expected a run folder with checkpoints/step_N, or one checkpoint folder)")
         return p, cks[-1][1]
     out = Path(output_dir)
     if out.name == '{time}':
-        newest = sorted(ck for d in out.parent.glob('*') if d.is_dir() for _, ck in list_checkpoints(d)[-1:])   # time-named runs sort in time
+        # time-named runs sort in time
+        newest = sorted(ck for d in out.parent.glob('*') if d.is_dir() for _, ck in list_checkpoints(d)[-1:])
         if resume == 'auto' and newest: return newest[-1].parent.parent, newest[-1]
         return out.with_name(now), None
     cks = list_checkpoints(out)
     if cks and resume == 'off':
-        raise ConfigError(f"trainer.output_dir {str(out)!r} holds checkpoints up to step {cks[-1][0]}; set trainer.resume=auto to continue, or choose another output_dir")
+        raise ConfigError(f"trainer.output_dir {str(out)!r} holds checkpoints up to step {cks[-1][0]}; "
+                          "set trainer.resume=auto to continue, or choose another output_dir")
     return out, cks[-1][1] if cks else None
 
 def _step_metrics(parts:list[dict], step:int, spe:int)->tuple[dict, list[str], list[float]]:
@@ -176,12 +194,15 @@ def _step_metrics(parts:list[dict], step:int, spe:int)->tuple[dict, list[str], l
          **merge_rank_metrics([p['metrics'] for p in parts], [len(p['rewards']) for p in parts])}
     return {'training/global_step': step, 'training/epoch': (step - 1) // spe + 1, **m}, texts, rewards
 
-def train(cfg:Config, log=print)->RunResult:
+def train(cfg:Config, # the run's config (`build_config`)
+          log=print, # called with each progress message
+         )->RunResult:
     "Run GSPO training as configured: a fresh run folder, or a resumed run (`trainer.resume`) with its saved config."
     out, resume_from = run_folder(cfg.trainer.output_dir, cfg.trainer.resume, time.strftime('%Y%m%d-%H%M%S'))
     out, asked = out.absolute(), cfg
     cfg, changes = resumed_config(asked, out) if resume_from else (asked, {})
-    if resume_from: log("resuming with the run's saved config, " + ('changed (key: saved -> given):' if changes else 'unchanged')
+    if resume_from: log("resuming with the run's saved config, "
+                        + ('changed (key: saved -> given):' if changes else 'unchanged')
                         + ''.join(f'\n  {c}' for c in format_changes(changes)))
     check_config(cfg); check_driver()
     if missing := missing_features(cfg): raise ConfigError('not supported yet: ' + '; '.join(missing))
@@ -214,13 +235,17 @@ def train(cfg:Config, log=print)->RunResult:
             m, texts, rewards = _step_metrics(parts, step, spe)
             out_of_time = tc.max_minutes > 0 and time.perf_counter() - t_start >= 60 * tc.max_minutes
             final = step == total or out_of_time
-            if tc.test_freq and (step % tc.test_freq == 0 or final): m |= validate(workers, n_val, cfg.data.val_batch_size)
+            if tc.test_freq and (step % tc.test_freq == 0 or final):
+                m |= validate(workers, n_val, cfg.data.val_batch_size)
             loggers.log(m, step)
-            if (tc.save_freq and step % tc.save_freq == 0) or final: ck = workers.call('save', out, step, tc.keep_checkpoints)[0]
+            if (tc.save_freq and step % tc.save_freq == 0) or final:
+                ck = workers.call('save', out, step, tc.keep_checkpoints)[0]
             bar.set_postfix(reward=f"{m['reward/mean']:.3f}", loss=f"{m.get('actor/pg_loss', float('nan')):.2e}")
-            for t, r in list(zip(texts, rewards))[:lc.print_samples]: tqdm.write(f"[step {step}] reward={r:.2f} | {t[:200]!r}")
+            for t, r in list(zip(texts, rewards))[:lc.print_samples]:
+                tqdm.write(f"[step {step}] reward={r:.2f} | {t[:200]!r}")
             if out_of_time:
-                log(f"trainer.max_minutes={tc.max_minutes} reached after step {step}; resume with trainer.resume=auto"); last = step; break
+                log(f"trainer.max_minutes={tc.max_minutes} reached after step {step}; resume with trainer.resume=auto")
+                last = step; break
         for keys in workers.call('read_keys'): mark_read(cfg, keys)   # reads made in other processes count too
         mark_read(asked, read_keys(cfg))                               # and, resumed, for the config handed in
     finally:

@@ -23,19 +23,22 @@ __all__ = ['AVQA_SOURCE', 'AVQA_OUTPUTS', 'AVQA_FILES', 'AVQA_DROP_REASONS', 'SY
 # %% ../../nbs/02e_task_avqa.ipynb #dd844ad1
 AVQA_SOURCE = 'avqa_r1_6k'
 AVQA_OUTPUTS = {'train': 'train', 'valid': 'validation'}   # source split folder -> output split name
-AVQA_FILES = {'train': 'train/omni_rl_format_train.json', 'valid': 'valid/omni_rl_format_valid.json'}   # per source split
+# per source split
+AVQA_FILES = {'train': 'train/omni_rl_format_train.json', 'valid': 'valid/omni_rl_format_valid.json'}
 AVQA_DROP_REASONS = ('invalid_record', 'empty_problem', 'unsupported_modality', 'invalid_options', 'invalid_solution',
                      'media_path_outside_split', 'unsafe_path', 'media_link_outside_split', 'missing_image',
                      'missing_audio', 'not_a_file', 'unreadable_file', 'bad_image', 'bad_audio')
-SYSTEM_PROMPT = ("Consider the question the way a person would when thinking it over carefully, paying close attention "
-                 "to both what you see in the image and what you hear in the audio. Reason in a natural, conversational "
-                 "way, with expressions such as \"let me think\", \"wait\", \"hmm\" or \"oh, I see\", and check your "
-                 "reasoning as you go. Write the whole reasoning inside <think> </think> tags, then give only the letter "
-                 "of the chosen option (for example A, B, C or D) as the final answer inside <answer> </answer> tags.")
+SYSTEM_PROMPT = ("Consider the question the way a person would when thinking it over carefully, paying close "
+                 "attention to both what you see in the image and what you hear in the audio. Reason in a natural, "
+                 "conversational way, with expressions such as \"let me think\", \"wait\", \"hmm\" or \"oh, I "
+                 "see\", and check your reasoning as you go. Write the whole reasoning inside <think> </think> "
+                 "tags, then give only the letter of the chosen option (for example A, B, C or D) as the final "
+                 "answer inside <answer> </answer> tags.")
 OPTION = re.compile(r'^\s*([A-H])[.)、:]\s*(.+?)\s*$')
 SOLUTION = re.compile(r'<answer>\s*([A-H])\s*</answer>', re.I)
 
-def parse_options(options)->dict[str, str]:
+def parse_options(options, # a record's 'options': a list of 'A. text' strings
+                 )->dict[str, str]:
     "`{letter: text}` of a record's option list, or `Dropped('invalid_options')`."
     if not isinstance(options, list) or not options: raise Dropped('invalid_options')
     out = {}
@@ -45,14 +48,17 @@ def parse_options(options)->dict[str, str]:
         out[m[1]] = m[2].strip()
     return out
 
-def solution_letter(solution, options:dict[str, str])->str:
+def solution_letter(solution, # a record's 'solution', e.g. '<answer>B</answer>'
+                    options:dict[str, str], # its parsed options (`parse_options`)
+                   )->str:
     "The upper-case letter of a `<answer>X</answer>` solution that names an option, or `Dropped('invalid_solution')`."
     m = SOLUTION.fullmatch(solution.strip()) if isinstance(solution, str) else None
     if m is None or m[1].upper() not in options: raise Dropped('invalid_solution')
     return m[1].upper()
 
 def media_path(split_dir:str, # absolute split folder
-               rel, missing:str, # path from the record, and the drop reason if the file does not exist
+               rel, # the path from the record
+               missing:str, # the drop reason if the file does not exist
               )->str:
     "Absolute path of a readable media file inside `split_dir`, also once symbolic links are resolved; or `Dropped`."
     if not isinstance(rel, str) or not rel.strip(): raise Dropped(missing)
@@ -60,7 +66,8 @@ def media_path(split_dir:str, # absolute split folder
     if os.path.commonpath([p, split_dir]) != split_dir: raise Dropped('media_path_outside_split')
     problem = file_problem(p)
     if problem == 'unsafe_path': raise Dropped(problem)                # before realpath, which raises on a NUL byte
-    if not Path(os.path.realpath(p)).is_relative_to(os.path.realpath(split_dir)): raise Dropped('media_link_outside_split')
+    if not Path(os.path.realpath(p)).is_relative_to(os.path.realpath(split_dir)):
+        raise Dropped('media_link_outside_split')
     if problem: raise Dropped(missing if problem == 'missing_file' else problem)
     return p
 
@@ -74,12 +81,18 @@ def _avqa_problem(r:random.Random, speech:bool)->tuple[str, str, int, list[tuple
         return ('colour_count', 'A colour is named in the audio. How many shapes in the picture have that colour?',
                 sum(c == colour for c, _ in shapes), shapes, speak(colour))
     k, shapes = r.randint(1, 9), random_shapes(r, r.randint(1, 9))
-    if speech: return ('counting_sum', 'What is the number spoken in the audio plus the number of shapes in the picture?',
+    if speech: return ('counting_sum',
+                       'What is the number spoken in the audio plus the number of shapes in the picture?',
                        k + len(shapes), shapes, speak(_WORDS[k]))
     return ('beep_sum', 'What is the number of beeps in the audio plus the number of shapes in the picture?',
             k + len(shapes), shapes, beeps(k))
 
-def avqa_records(split_dir:str|Path, split:str, n:int, seed:int=0, speech:bool=True)->list[dict]:
+def avqa_records(split_dir:str|Path, # the split folder the media files go under
+                 split:str, # the split's name, part of the random seed and the file names
+                 n:int, # records to make
+                 seed:int=0, # random seed
+                 speech:bool=True, # espeak-ng speech in the audio, else beeps only
+                )->list[dict]:
     "`n` synthetic AVQA records of `split`; writes their PNG and WAV files under `split_dir`."
     r, out = random.Random(f'avqa/{split}/{seed}'), []
     for i in range(n):
@@ -88,17 +101,22 @@ def avqa_records(split_dir:str|Path, split:str, n:int, seed:int=0, speech:bool=T
         img, wav = f'images/{split}_{i:05d}.png', f'audios/{split}_{i:05d}.wav'
         with atomic_path(Path(split_dir)/img) as tmp: tmp.write_bytes(png_bytes(shapes_image(shapes, r)))
         write_wav(Path(split_dir)/wav, audio)
-        out.append({'problem': problem, 'data_type': 'image_audio', 'options': [f'{L}. {v}' for L, v in zip('ABCD', values)],
+        out.append({'problem': problem, 'data_type': 'image_audio',
+                    'options': [f'{L}. {v}' for L, v in zip('ABCD', values)],
                     'solution': f'<answer>{"ABCD"[right]}</answer>', 'path': {'image': img, 'audio': wav},
                     'problem_id': f'{split}_{i:05d}', 'problem_type': ptype})
     return out
 
-def write_avqa_source(out_dir:str|Path, n_train:int, n_valid:int, seed:int=0,
+def write_avqa_source(out_dir:str|Path, # the source folder to make (train/ and valid/)
+                      n_train:int, # train records
+                      n_valid:int, # valid records
+                      seed:int=0, # random seed
                       speech:bool|None=None, # None: espeak-ng speech if installed, else beeps
                      )->list[Path]:
     "Write a synthetic AVQA-R1-6K source under `out_dir`; returns the two JSON files."
     if speech is None: speech = has_espeak()
-    if speech and not has_espeak(): raise RuntimeError("speech=True needs espeak-ng on the PATH (apt-get install espeak-ng)")
+    if speech and not has_espeak():
+        raise RuntimeError("speech=True needs espeak-ng on the PATH (apt-get install espeak-ng)")
     paths = []
     for split, n in (('train', n_train), ('valid', n_valid)):
         p = Path(out_dir)/AVQA_FILES[split]
@@ -108,7 +126,9 @@ def write_avqa_source(out_dir:str|Path, n_train:int, n_valid:int, seed:int=0,
     return paths
 
 # %% ../../nbs/02e_task_avqa.ipynb #ced618e9
-def avqa_row(rec, index:int, split:str, # output split name
+def avqa_row(rec, # one AVQA record (a JSON object)
+             index:int, # its position in the source file
+             split:str, # output split name
              split_dir:str, # absolute split folder, where the media paths start
             )->dict:
     "The RL row of an AVQA record, or `Dropped` with the first failed check."
@@ -131,24 +151,30 @@ def avqa_row(rec, index:int, split:str, # output split name
                   f'<answer>{letter}</answer>', 'audio_visual_qa', extra, images=[{'image': image}], audios=[audio])
 
 def convert_avqa(input_dir:str|Path, # folder with train/omni_rl_format_train.json and valid/omni_rl_format_valid.json
-                 output_dir:str|Path)->dict:
+                 output_dir:str|Path, # folder for train.parquet and validation.parquet
+                )->dict:
     "Convert AVQA-R1-6K to `train.parquet` and `validation.parquet` in `output_dir`; print and return stats per split."
     paths = {split: Path(input_dir)/AVQA_FILES[src] for src, split in AVQA_OUTPUTS.items()}
     splits = {split: [(p, read_rows(p, 'AVQA file'))] for split, p in paths.items()}
     def make_row(split): return lambda r, i: avqa_row(r, i, split, os.path.abspath(paths[split].parent))
-    def answers(rows): return {'answers': dict(sorted(Counter(SOLUTION.fullmatch(r['reward_model']['ground_truth'])[1] for r in rows).items()))}
+    def answers(rows):
+        return {'answers': dict(sorted(Counter(SOLUTION.fullmatch(r['reward_model']['ground_truth'])[1]
+                                               for r in rows).items()))}
     return convert_splits(splits, make_row, AVQA_DROP_REASONS, 'AVQA file', output_dir, answers)
 
 # %% ../../nbs/02e_task_avqa.ipynb #715cae8b
-def main(argv:list[str]|None=None)->dict:
+def main(argv:list[str]|None=None, # command-line arguments (default: sys.argv[1:])
+        )->dict:
     "Command line: convert AVQA-R1-6K to RL parquet files; returns the stats."
-    p = converter_parser('avqa', 'Convert AVQA-R1-6K (JSON records with image and audio files) to verl RL parquet files.')
+    p = converter_parser('avqa',
+                         'Convert AVQA-R1-6K (JSON records with image and audio files) to verl RL parquet files.')
     return run_converter(p, lambda a: convert_avqa(a.input, a.output), argv)
 
 # %% ../../nbs/02e_task_avqa.ipynb #0ad82459
 _TAGGED = re.compile(r'<answer>\s*(.*?)\s*</answer>', re.DOTALL)
 
-def answer_payload(text:str)->str:
+def answer_payload(text:str, # a response or a tagged solution
+                  )->str:
     "The stripped text inside the first `<answer>…</answer>` of `text`, or '' if there is none."
     m = _TAGGED.search(text)
     return m.group(1).strip() if m else ''
@@ -169,7 +195,9 @@ def avqa_reward(response:str, # decoded response
     return {'score': accuracy, 'accuracy': accuracy}
 
 # %% ../../nbs/02e_task_avqa.ipynb #7b66b649
-def avqa_pairs(n:int, seed:int)->list[tuple[list[dict], str]]:
+def avqa_pairs(n:int, # pairs to make
+               seed:int, # random seed of the generated source
+              )->list[tuple[list[dict], str]]:
     "`n` warm-start pairs of a generated source with beeps: the RL prompt as text, a thought and the tagged letter."
     with tempfile.TemporaryDirectory() as d:
         rows = [avqa_row(rec, i, 'train', d) for i, rec in enumerate(avqa_records(d, 'train', n, seed, speech=False))]
