@@ -11,14 +11,15 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['VERL_KEYS', 'DEFAULT_RECIPE', 'DEPENDENT_DEFAULTS', 'TINY_KINDS', 'TINY_MAX_POSITIONS', 'LOGGERS', 'BUILTIN_REWARDS',
-           'VALUE_RANGES', 'INERT_WHEN', 'ConfigError', 'Section', 'choice', 'DataConfig', 'ModelConfig', 'OptimConfig',
-           'ActorConfig', 'VLLMConfig', 'RolloutConfig', 'AlgorithmConfig', 'RewardConfig', 'TrainerConfig',
-           'LoggingConfig', 'HardwareConfig', 'Config', 'config_dict', 'leaf_keys', 'parse_value', 'parse_overrides',
-           'verl_equivalent', 'close_keys', 'check_key', 'recipes', 'recipe_overrides', 'set_key', 'get_key',
-           'apply_dependent_defaults', 'build_config', 'given_keys', 'flat_config', 'checkpoint_problem',
-           'checkpoint_max_positions', 'custom_function_problem', 'range_errors', 'combination_errors', 'changed_keys',
-           'inert_keys', 'config_errors', 'check_config', 'format_config', 'atomic_path', 'atomic_dir',
-           'atomic_write_text', 'save_config', 'load_config', 'unread_keys', 'read_keys', 'mark_read']
+           'VALUE_RANGES', 'GUARD_ONLY_KEYS', 'INERT_WHEN', 'ConfigError', 'Section', 'choice', 'DataConfig',
+           'ModelConfig', 'OptimConfig', 'ActorConfig', 'VLLMConfig', 'RolloutConfig', 'AlgorithmConfig',
+           'RewardConfig', 'TrainerConfig', 'LoggingConfig', 'HardwareConfig', 'Config', 'config_dict', 'leaf_keys',
+           'parse_value', 'parse_overrides', 'verl_equivalent', 'close_keys', 'check_key', 'recipes',
+           'recipe_overrides', 'set_key', 'get_key', 'apply_dependent_defaults', 'build_config', 'given_keys',
+           'flat_config', 'checkpoint_problem', 'checkpoint_max_positions', 'custom_function_problem', 'range_errors',
+           'combination_errors', 'changed_keys', 'inert_keys', 'config_errors', 'check_config', 'format_config',
+           'atomic_path', 'atomic_dir', 'atomic_write_text', 'save_config', 'load_config', 'unread_keys', 'read_keys',
+           'mark_read']
 
 # %% ../nbs/00_config.ipynb #51e4d31e
 class ConfigError(ValueError):
@@ -569,6 +570,10 @@ def range_errors(cfg:Config, # the config to check
     return [f"{k}={v[k]!r}: expected {what}" for k, (ok, what) in VALUE_RANGES.items() if not ok(v[k])]
 
 # %% ../nbs/00_config.ipynb #bfe40cdb
+# Keys read by `combination_errors` alone: sampling must use the full softmax (the log-probs of a truncated one are
+# not the policy's), so they exist to refuse verl's values; nothing else reads them.
+GUARD_ONLY_KEYS = ('rollout.top_k', 'rollout.top_p')
+
 def _divides(a:int, b:int)->bool: return a < 1 or b % a == 0   # a value < 1 is a range error already
 
 def combination_errors(cfg:Config, # the config to check

@@ -9,7 +9,7 @@ audio prompts run on two ranks too; and the vLLM engine runs on two ranks (one i
 trainer's process group through vLLM's external launcher)."""
 import json, math
 import pytest
-from omni_gspo.config import build_config, inert_keys, leaf_keys, unread_keys
+from omni_gspo.config import GUARD_ONLY_KEYS, build_config, inert_keys, leaf_keys, unread_keys
 from omni_gspo.trainer import train
 from omni_gspo.viz import read_metrics
 import omni_gspo.placement as placement
@@ -32,8 +32,7 @@ def test_two_ranks_through_ray(ray_cluster, tmp_path):
     ck = res.checkpoint
     assert json.loads((ck/'state.json').read_text())['ranks'] == 2
     assert (ck/'train_state_rank0.pt').exists() and (ck/'train_state_rank1.pt').exists()
-    guard_only = {'rollout.top_k', 'rollout.top_p'}   # read by the config check alone: it refuses all but the full softmax
-    assert set(unread_keys(cfg)) - guard_only <= set(inert_keys(cfg, set(leaf_keys()))), unread_keys(cfg)   # unread: inert here, refused if given
+    assert set(unread_keys(cfg)) - set(GUARD_ONLY_KEYS) <= set(inert_keys(cfg, set(leaf_keys()))), unread_keys(cfg)   # unread: inert here, refused if given
     again = build_config('gsm8k', SMALL, **{'trainer.output_dir': str(tmp_path/'run'), 'trainer.max_steps': 3, 'trainer.resume': 'auto'})
     logs = []
     res3 = train(again, log=logs.append)
