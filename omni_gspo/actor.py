@@ -20,9 +20,11 @@ __all__ = ['BUCKET_MIN', 'SUMMED', 'loss_kwargs', 'lr_factor', 'micro_batches', 
 
 # %% ../nbs/07_actor.ipynb #eba16267
 def loss_kwargs(algo)->dict:
-    "Keyword arguments of `policy_loss` for `algo` (a key the chosen loss ignores is refused when the config is built: `check_config`)."
+    ("Keyword arguments of `policy_loss` for `algo` (a key the chosen loss ignores is refused when the config is "
+     "built: `check_config`).")
     kw = dict(clip_low=algo.clip_ratio_low, clip_high=algo.clip_ratio_high)
-    if algo.policy_loss == 'vanilla': return kw | dict(clip_c=algo.clip_ratio_c or None, loss_agg_mode=algo.loss_agg_mode)
+    if algo.policy_loss == 'vanilla': return kw | dict(clip_c=algo.clip_ratio_c or None,
+                                                       loss_agg_mode=algo.loss_agg_mode)
     return kw
 
 def lr_factor(kind:str, # 'constant' or 'cosine'
@@ -40,7 +42,8 @@ def lr_factor(kind:str, # 'constant' or 'cosine'
 
 def micro_batches(prompt_lens:list[int], response_lens:list[int], # tokens of each row, padding excluded
                   budget:int, # tokens per forward, as that forward computes them
-                  packed:bool=False, # True: one packed row, the rows' real tokens; False: rows × (longest prompt + longest response)
+                  # True: one packed row, the rows' real tokens; False: rows × (longest prompt + longest response)
+                  packed:bool=False,
                  )->list[list[int]]:
     "Consecutive groups of row positions whose forward size stays within `budget` (a longer row goes alone)."
     out, cur, lp, lr, tot = [], [], 0, 0, 0
@@ -58,19 +61,25 @@ class Actor:
                  total_steps:int=1, # training steps of the run, for the learning-rate schedule
                 ):
         self.model, self.adapter, self.teacher, self.world = model, adapter, teacher, world_size()
-        if acfg.ppo_mini_batch_size % self.world:   # the process group's size, known once launched (the config's ranks: `check_config`)
-            raise ConfigError(f"actor.ppo_mini_batch_size={acfg.ppo_mini_batch_size} must be a multiple of the {self.world} data-parallel ranks")
+        # the process group's size, known once launched (the config's ranks: `check_config`)
+        if acfg.ppo_mini_batch_size % self.world:
+            raise ConfigError(f"actor.ppo_mini_batch_size={acfg.ppo_mini_batch_size} must be a multiple of the "
+                              f"{self.world} data-parallel ranks")
         self.mini_batch = acfg.ppo_mini_batch_size // self.world       # this rank's prompts per mini-batch
         self.temperature, self.agg, self.token_budget = temperature, algo.loss_agg_mode, acfg.ppo_max_token_len_per_gpu
-        self.packed = adapter.packs(model, acfg.packing)              # one unpadded row per micro-batch (03d_logprobs, sequence packing)
-        self.bucketed = acfg.compile                                   # compiled units: widths padded to buckets (below)
+        # one unpadded row per micro-batch (03d_logprobs, sequence packing)
+        self.packed = adapter.packs(model, acfg.packing)
+        # compiled units: widths padded to buckets (below)
+        self.bucketed = acfg.compile
         self.logits_chunk = acfg.logits_chunk_tokens                   # positions per output-layer chunk (03d_logprobs)
         self.params = [p for p in model.parameters() if p.requires_grad]
         o = acfg.optim
         self.opt = torch.optim.AdamW(self.params, lr=o.lr, weight_decay=o.weight_decay)
-        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lr_factor(o.lr_scheduler, o.warmup_steps, total_steps, o.min_lr_ratio))
+        self.sched = torch.optim.lr_scheduler.LambdaLR(
+            self.opt, lr_factor(o.lr_scheduler, o.warmup_steps, total_steps, o.min_lr_ratio))
         self.grad_clip, self.loss_name, self.loss_kwargs = o.grad_clip, algo.policy_loss, loss_kwargs(algo)
-        self.entropy_coeff, self.kl_coef, self.kl_type, self.opd_coef = algo.entropy_coeff, algo.kl_coef, algo.kl_type, algo.opd_coef
+        self.entropy_coeff, self.kl_coef, self.kl_type, self.opd_coef = (algo.entropy_coeff, algo.kl_coef,
+                                                                          algo.kl_type, algo.opd_coef)
         try: kl_estimator(self.kl_type)                               # verl's names; 'full' refused before any rollout
         except ValueError as e: raise ConfigError(f"algorithm.kl_type: {e}") from None
         self.rollout_is, self.rollout_is_threshold = algo.rollout_is, algo.rollout_is_threshold
@@ -88,7 +97,8 @@ def bucketed(ids:torch.Tensor, am:torch.Tensor, # [B, L] a micro-batch's tokens 
              prompt_len:int, # its first `prompt_len` columns are prompts
              packed:bool, # True: its attended tokens go through as one row (then the bucket counts those)
             )->tuple[torch.Tensor, torch.Tensor, int, int]:
-    "`ids`, `am` padded to `bucket_length` tokens (left columns, or a filler row when packed); prompt length, filler rows."
+    ("`ids`, `am` padded to `bucket_length` tokens (left columns, or a filler row when packed); prompt length, filler "
+     "rows.")
     size = int(am.sum()) if packed else ids.shape[1]
     extra = bucket_length(size) - size
     if extra == 0: return ids, am, prompt_len, 0
@@ -101,7 +111,8 @@ def bucketed(ids:torch.Tensor, am:torch.Tensor, # [B, L] a micro-batch's tokens 
 # %% ../nbs/07_actor.ipynb #58dfa74d
 @patch
 def _micro(self:Actor, ro, rows:torch.Tensor)->tuple[list[torch.Tensor], int]:
-    "`rows` split into micro-batches of at most `ppo_max_token_len_per_gpu` tokens (padded, or real when packed), repeated up to the busiest rank's count; how many are real."
+    ("`rows` split into micro-batches of at most `ppo_max_token_len_per_gpu` tokens (padded, or real when packed), "
+     "repeated up to the busiest rank's count; how many are real.")
     P = ro.prompt_ids.shape[1]
     am = ro.attention_mask[rows]
     groups = [rows[torch.tensor(g, device=rows.device)] for g in
@@ -153,7 +164,8 @@ def teacher_logprobs(self:Actor, ro)->torch.Tensor:
 SUMMED = ('actor/pg_loss', 'actor/entropy', 'actor/kl_loss', 'actor/loss', 'distillation/pg_loss')
 
 def micro_merge(key:str)->str:
-    "How `key` combines over micro-batches: losses add up (mini-batch divisors), extremes stay extremes, the rest are weighted means."
+    ("How `key` combines over micro-batches: losses add up (mini-batch divisors), extremes stay extremes, the rest are "
+     "weighted means.")
     if key in SUMMED: return 'sum'
     if key.endswith('_min'): return 'min'
     if key.endswith('_max'): return 'max'
@@ -162,7 +174,8 @@ def micro_merge(key:str)->str:
 def merge_metrics(ms:list[dict], weights:list[float], # one weight per dict, for the means (all 0: equal weights)
                   how=micro_merge, # key -> 'sum', 'max', 'min' or 'mean'
                  )->dict:
-    "One dict of metrics from several parts' (micro-batches, ranks), key by key as `how` says; a single part's are returned as they are."
+    ("One dict of metrics from several parts' (micro-batches, ranks), key by key as `how` says; a single part's are "
+     "returned as they are.")
     if len(ms) == 1: return dict(ms[0])
     w = weights if sum(weights) > 0 else [1.0] * len(ms)
     ops = {'sum': sum, 'max': max, 'min': min, 'mean': lambda vs: sum(v * x for v, x in zip(vs, w)) / sum(w)}
@@ -174,7 +187,8 @@ def _nothing_to_learn(self:Actor, adv_rows, mask_rows,
                      )->bool:
     "True when a mini-batch's loss has no gradient: no kept token, or only zero advantages and no other term."
     has_tok = mask_rows.sum(-1) > 0
-    here = not bool(has_tok.any()) or (not (self.entropy_coeff or self.kl_coef) and bool((adv_rows[has_tok] == 0).all()))
+    here = not bool(has_tok.any()) or (not (self.entropy_coeff or self.kl_coef)
+                                       and bool((adv_rows[has_tok] == 0).all()))
     if opd_rows is not None: here = here and not bool(opd_rows.any())   # the teacher's signal needs no advantage
     return bool(all_reduce_values([float(here)], 'min')[0])          # only when no rank has anything
 
@@ -197,7 +211,8 @@ def _micro_loss(self:Actor, ro, rows, adv, old_logp, mask, opd_mask, div, seq_we
     m['actor/entropy'] = entropy.item()
     if self.entropy_coeff: loss = loss - self.entropy_coeff * entropy
     if ref_logp is not None:
-        kl, km = kl_loss(logp, ref_logp[rows], mask, self.kl_coef, self.kl_type, loss_agg_mode=self.agg, **div); loss = loss + kl; m |= km
+        kl, km = kl_loss(logp, ref_logp[rows], mask, self.kl_coef, self.kl_type, loss_agg_mode=self.agg, **div)
+        loss = loss + kl; m |= km
     if teacher_logp is not None:
         d, dm = opd_loss(logp, old_logp[rows], teacher_logp[rows], opd_mask, **opd_div)
         loss = loss + self.opd_coef * d; m |= dm
@@ -206,7 +221,8 @@ def _micro_loss(self:Actor, ro, rows, adv, old_logp, mask, opd_mask, div, seq_we
 @patch
 def _accumulate(self:Actor, ro, rows, adv, old_logp, mask, opd_mask, seq_weights=None, ref_logp=None,
                 teacher_logp=None)->dict:
-    "Backward of the mini-batch `rows`, micro-batch by micro-batch: the gradients add up to the mini-batch's; its metrics."
+    ("Backward of the mini-batch `rows`, micro-batch by micro-batch: the gradients add up to the mini-batch's; its "
+     "metrics.")
     div, opd_div = _divisors(mask[rows]), _divisors(opd_mask[rows])
     ms, weights = [], []
     groups, real = self._micro(ro, rows)
@@ -252,7 +268,8 @@ def update(self:Actor, ro, advantages:torch.Tensor, # [N] one per response
            keep:torch.Tensor|None=None, # [N] bool: responses the GSPO terms train on (default all)
            seq_log_w:torch.Tensor|None=None, # [N] `seq_log_is_weight` of `ro`, when the caller has it already
           )->dict:
-    "One optimizer step per mini-batch of `ppo_mini_batch_size` prompts, then one step of the lr schedule; metrics averaged over the steps taken."
+    ("One optimizer step per mini-batch of `ppo_mini_batch_size` prompts, then one step of the lr schedule; metrics "
+     "averaged over the steps taken.")
     ref = self.reference_logprobs(ro) if self.kl_coef > 0 else None
     teacher = self.teacher_logprobs(ro) if self.teacher is not None else None
     w, accepted, corr = self._rollout_correction(ro, old_logp, seq_log_w)
@@ -265,7 +282,8 @@ def update(self:Actor, ro, advantages:torch.Tensor, # [N] one per response
         ms = [self._step(ro, torch.arange(s, min(s + rows_per_mb, N), device=mask.device), advantages, old_logp, mask,
                          w, ref, teacher, valid) for s in range(0, N, rows_per_mb)]
     with warnings.catch_warnings():   # the schedule counts training steps, also those without an optimizer step
-        warnings.filterwarnings('ignore', message=r'Detected call of `lr_scheduler.step\(\)` before `optimizer.step\(\)`')
+        warnings.filterwarnings('ignore', message=r'Detected call of `lr_scheduler.step\(\)` before '
+                                r'`optimizer.step\(\)`')
         self.sched.step()
     taken = [m for m in ms if m is not None]
     out = {k: sum(m[k] for m in taken) / len(taken) for k in taken[0]} if taken else {}

@@ -61,7 +61,8 @@ def agg_loss(tok_loss:torch.Tensor, # [B, T] per-token losses
     if mode not in LOSS_AGG_MODES: raise ValueError(f"loss_agg_mode {mode!r} is not one of {', '.join(LOSS_AGG_MODES)}")
     mask = mask.to(tok_loss.dtype)
     if seq_weights is not None: tok_loss = tok_loss * seq_weights.to(tok_loss.dtype)[:, None]
-    if mode == 'token-mean': return (tok_loss * mask).sum() / (mask.sum().clamp(min=1) if num_tokens is None else num_tokens)
+    if mode == 'token-mean':
+        return (tok_loss * mask).sum() / (mask.sum().clamp(min=1) if num_tokens is None else num_tokens)
     per_seq = (tok_loss * mask).sum(-1)
     if mode == 'seq-mean-token-mean': per_seq = per_seq / mask.sum(-1).clamp(min=1)
     return per_seq.sum() / ((mask.sum(-1) > 0).sum().clamp(min=1) if num_seqs is None else num_seqs)
@@ -85,7 +86,8 @@ def _token_advantages(advantages:torch.Tensor, logp:torch.Tensor)->torch.Tensor:
     "Advantages as [B, T]: a [B] tensor is repeated on every token."
     if advantages.dim() == 1 and len(advantages) == logp.shape[0]: return advantages[:, None].expand_as(logp)
     if advantages.shape == logp.shape: return advantages
-    raise ValueError(f"advantages of shape {tuple(advantages.shape)}: expected [B] or [B, T] with (B, T) = {tuple(logp.shape)}")
+    raise ValueError(f"advantages of shape {tuple(advantages.shape)}: expected [B] or [B, T] with (B, T) = "
+                     f"{tuple(logp.shape)}")
 
 def _pg_metrics(is_clipped, is_lower, log_ratio, mask)->dict:
     "Clip fractions and the k1 KL(old || current) as masked token means."
@@ -126,7 +128,8 @@ def gspo_loss(logp:torch.Tensor, # [B, T] log-probs of the sampled tokens under 
     log_ratio = logp - old_logp
     log_seq_ratio = masked_mean(log_ratio, mask, dim=-1)                              # log s_i
     log_tok = (logp - logp.detach() + log_seq_ratio.detach()[:, None]).clamp(max=10.0)  # value log s_i, grad ∇log π
-    tok_loss, is_clipped, is_lower = clipped_surrogate(log_tok.exp(), _token_advantages(advantages, logp), clip_low, clip_high)
+    tok_loss, is_clipped, is_lower = clipped_surrogate(log_tok.exp(), _token_advantages(advantages, logp), clip_low,
+                                                       clip_high)
     loss = agg_loss(tok_loss, mask, 'seq-mean-token-mean', num_seqs=num_seqs, seq_weights=seq_weights)
     with torch.no_grad(): ratio_mean = log_seq_ratio.exp()[mask.sum(-1) > 0].mean().item()
     return loss, _pg_metrics(is_clipped, is_lower, log_ratio, mask) | {'actor/seq_ratio_mean': ratio_mean}
@@ -142,7 +145,8 @@ def policy_loss(name:str, # a key of `POLICY_LOSSES`
     if name not in POLICY_LOSSES: raise ValueError(f"policy loss {name!r} is not one of {', '.join(POLICY_LOSSES)}")
     fn, dims = POLICY_LOSSES[name]
     if dims is not None and advantages.dim() != dims:
-        raise ValueError(f"policy loss {name!r} takes advantages {'[B]' if dims == 1 else '[B, T]'}, got shape {tuple(advantages.shape)}")
+        raise ValueError(f"policy loss {name!r} takes advantages {'[B]' if dims == 1 else '[B, T]'}, got shape "
+                         f"{tuple(advantages.shape)}")
     return fn(logp, old_logp, advantages, mask, **kwargs)
 
 # %% ../nbs/05_algos.ipynb #f99eb65b
@@ -211,7 +215,8 @@ def rollout_correction_metrics(rollout_logp:torch.Tensor, old_logp:torch.Tensor,
         rollout_logp, old_logp, mask = rollout_logp[rows].double(), old_logp[rows].double(), mask[rows].double()
         rho = old_logp - rollout_logp
         w = log_w[rows].double().exp()
-        return {'rollout_corr/log_ppl_diff': (masked_mean(rollout_logp, mask, -1) - masked_mean(old_logp, mask, -1)).mean().item(),
+        return {'rollout_corr/log_ppl_diff': (masked_mean(rollout_logp, mask, -1)
+                                              - masked_mean(old_logp, mask, -1)).mean().item(),
                 'rollout_corr/k3_kl': masked_mean(rho.exp() - rho - 1, mask).item(),
                 'rollout_corr/chi2_seq': ((w ** 2).mean() - 1).item(),
                 'rollout_corr/is_weight_min': w.min().item(), 'rollout_corr/is_weight_mean': w.mean().item(),
@@ -228,7 +233,8 @@ def opd_loss(logp:torch.Tensor, # [B, T] student log-probs of the sampled tokens
             )->tuple[torch.Tensor, dict]:
     "On-policy distillation: clipped PG with per-token advantage sg(log π_teacher − log π_current); loss and metrics."
     mask = mask.to(logp.dtype)
-    rkl = (logp - teacher_logp).detach()                             # per-token reverse KL (k1) at the current weights; advantage = -rkl
+    # per-token reverse KL (k1) at the current weights; advantage = -rkl
+    rkl = (logp - teacher_logp).detach()
     loss, m = vanilla_loss(logp, old_logp, -rkl * mask, mask, clip_low=clip_low, clip_high=clip_high, clip_c=clip_c,
                            loss_agg_mode=loss_agg_mode, num_seqs=num_seqs, num_tokens=num_tokens)
     tok = rkl[mask.bool()] if mask.any() else torch.full((1,), math.nan)   # no response tokens: NaN statistics

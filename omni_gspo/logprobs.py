@@ -49,26 +49,31 @@ def completion_logprobs(model, input_ids:torch.Tensor, # [B, P+R]: left-padded p
                         with_entropy:bool=False, # also return the per-token entropy [B, R] (chunked the same way)
                         banned:list[int]|None=None, # token ids given zero probability (as the rollout engines do)
                         temperature:float=1.0, # the rollout's sampling temperature: logits are divided by it
-                        packed:bool=False, # one forward on all rows' attended tokens in one row (`position_ids`: the adapter's `packed_position_ids`)
+                        # one forward on all rows' attended tokens in one row (`position_ids`: the adapter's
+                        # `packed_position_ids`)
+                        packed:bool=False,
                         **mm_inputs)->torch.Tensor|tuple[torch.Tensor, torch.Tensor]:
     "Log-probs [B, R] of the response tokens `input_ids[:, P:]` under `model` (and their entropies)."
     with hidden_states_only(model) as head:
         if packed: h = packed_hidden_states(model, input_ids, attention_mask, position_ids, **mm_inputs)
-        else: h = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False, **mm_inputs).logits
+        else: h = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False,
+                        **mm_inputs).logits
     h, targets = h[:, prompt_len - 1:-1], input_ids[:, prompt_len:]
     B, R, H = h.shape
     h, targets = h.reshape(B * R, H), targets.reshape(B * R)
     ban = torch.tensor(banned, device=h.device) if banned else None
     if not temperature > 0: raise ValueError(f"temperature must be > 0, got {temperature}")
     run = (lambda *a: checkpoint(_chunk_scores, *a, use_reentrant=False)) if torch.is_grad_enabled() else _chunk_scores
-    parts = [run(head, h[i:i + chunk], targets[i:i + chunk], ban, temperature, with_entropy) for i in range(0, B * R, chunk)]
+    parts = [run(head, h[i:i + chunk], targets[i:i + chunk], ban, temperature, with_entropy)
+             for i in range(0, B * R, chunk)]
     out = tuple(torch.cat(t).view(B, R) for t in zip(*parts))   # (logp,) or (logp, entropy)
     return out if with_entropy else out[0]
 
 # %% ../nbs/03d_logprobs.ipynb #a827ef40
 def packed_hidden_states(model, input_ids:torch.Tensor, # [B, L] padded rows
                          attention_mask:torch.Tensor, # [B, L]
-                         position_ids:torch.Tensor, # the adapter's `packed_position_ids`: [..., 1, S], S attended tokens
+                         # the adapter's `packed_position_ids`: [..., 1, S], S attended tokens
+                         position_ids:torch.Tensor,
                          **mm_inputs)->torch.Tensor:
     "Hidden states [B, L, H] (zeros at pads) of the rows from one forward on their attended tokens packed into one row."
     keep = attention_mask.bool()

@@ -48,8 +48,10 @@ def vllm_processor(processor, tok):
     "`processor` (from `omni_processor`) as the `Qwen3OmniMoeProcessor` vLLM instantiates (needs torchvision)."
     from transformers import Qwen2VLVideoProcessor, Qwen3OmniMoeProcessor
     ip = processor.image_processor
-    video = Qwen2VLVideoProcessor(patch_size=ip.patch_size, merge_size=ip.merge_size, temporal_patch_size=ip.temporal_patch_size)
-    return Qwen3OmniMoeProcessor(image_processor=ip, video_processor=video, feature_extractor=processor.feature_extractor,
+    video = Qwen2VLVideoProcessor(patch_size=ip.patch_size, merge_size=ip.merge_size,
+                                  temporal_patch_size=ip.temporal_patch_size)
+    return Qwen3OmniMoeProcessor(image_processor=ip, video_processor=video,
+                                 feature_extractor=processor.feature_extractor,
                                  tokenizer=tok, chat_template=processor.chat_template)
 
 # %% ../nbs/03b_model.ipynb #fc61d9f7
@@ -108,7 +110,8 @@ class CausalLMAdapter:
 
 # %% ../nbs/03b_model.ipynb #be0864d2
 @patch
-def position_ids(self:CausalLMAdapter, model, input_ids:torch.Tensor, # [B, L]: left-padded prompts, then right-padded responses
+def position_ids(self:CausalLMAdapter, model,
+                 input_ids:torch.Tensor, # [B, L]: left-padded prompts, then right-padded responses
                  attention_mask:torch.Tensor, mm:dict, # the prompts' media features (`collate_mm`)
                  prompt_len:int, # L's first `prompt_len` columns are the prompts: positions never depend on the rest
                 )->torch.Tensor:
@@ -331,14 +334,16 @@ def attention_problem(cls:type, # a transformers model class
                       device:torch.device)->str|None:
     "Why `cls` cannot run attention `impl` on `device` in this environment (None: it can)."
     flag = ATTENTION_SUPPORT[impl]
-    if flag and not getattr(cls, flag, False): return f"{cls.__name__} does not support it (transformers {transformers.__version__})"
+    if flag and not getattr(cls, flag, False):
+        return f"{cls.__name__} does not support it (transformers {transformers.__version__})"
     if not impl.startswith('flash_attention_'): return None
     v = int(impl.rpartition('_')[2]); fa = FLASH_ATTENTION_COMPATIBILITY_MATRIX[v]
     devices = [name for _, name in fa['supported_devices']]
     if device.type not in devices: return f"flash attention runs on {'/'.join(devices)}, not on {device.type}"
     # e.g. Ascend NPU: no package needed (`_flash_attn_import_error`)
     own_kernel = any(ok() for ok, _ in fa.get('custom_supported_devices', ()))
-    if not (own_kernel or fa['general_availability_check']()): return f"it needs the {FLASH_PACKAGES[v]} package, which this environment lacks"
+    if not (own_kernel or fa['general_availability_check']()):
+        return f"it needs the {FLASH_PACKAGES[v]} package, which this environment lacks"
     return None
 
 def check_attention(cls:type, # the class the adapter loads (`model_class`)
@@ -354,7 +359,8 @@ def check_attention(cls:type, # the class the adapter loads (`model_class`)
     ok = [i for i in ATTENTION_SUPPORT if attention_problem(cls, i, device) is None]
     packing = [i for i in ok if varlen_attention(i)]
     hint = (f"{' or '.join(packing)} lets actor.packing=auto pack" if packing else
-            "on CUDA with flash-attn installed, flash_attention_2 lets actor.packing=auto pack" if getattr(cls, '_supports_flash_attn', False) else
+            "on CUDA with flash-attn installed, flash_attention_2 lets actor.packing=auto pack"
+            if getattr(cls, '_supports_flash_attn', False) else
             "actor.packing=auto pads with these")
     raise ConfigError(f"model.attn_implementation={impl!r}: {why}; use {' or '.join(ok)} ({hint})")
 
@@ -362,8 +368,10 @@ def check_attention(cls:type, # the class the adapter loads (`model_class`)
 def load_model(path:Path, dtype:str, device:torch.device,
                attn_implementation:str='sdpa', # `model.attn_implementation`
                fp32_logits:bool=True, # `model.fp32_logits`: the output layer computes in fp32 (`fp32_logits_layer`)
-               fp32_residual:bool=True, # `model.fp32_residual`: the residual stream runs in fp32 (`fp32_residual_stream`)
-               adapter:CausalLMAdapter|None=None, # the checkpoint's adapter, where the caller has it; None: `adapter_for(path)`
+               # `model.fp32_residual`: the residual stream runs in fp32 (`fp32_residual_stream`)
+               fp32_residual:bool=True,
+               # the checkpoint's adapter, where the caller has it; None: `adapter_for(path)`
+               adapter:CausalLMAdapter|None=None,
               )->nn.Module:
     """The checkpoint at `path`, loaded by its adapter with attention `attn_implementation` (vetted first), in `dtype`,
     on `device`."""

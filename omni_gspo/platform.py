@@ -38,7 +38,8 @@ def npu_module():
 
 def _known(hardware:str)->str:
     "`hardware` itself, if it names a platform."
-    if hardware not in HARDWARE: raise PlatformError(f"hardware.device={hardware!r}: expected one of {', '.join(HARDWARE)}")
+    if hardware not in HARDWARE:
+        raise PlatformError(f"hardware.device={hardware!r}: expected one of {', '.join(HARDWARE)}")
     return hardware
 
 def _visible(hardware:str)->str:
@@ -50,11 +51,15 @@ def check_hardware(hardware:str # `hardware.device`: 'cpu', 'gpu' or 'npu'
                   )->None:
     "Raise `PlatformError` (one line) unless this machine has the device `hardware` asks for."
     if _known(hardware) == 'gpu' and not torch.cuda.is_available():
-        raise PlatformError(f"hardware.device='gpu' but torch sees no CUDA device{_visible('gpu')} (torch {torch.__version__}, built {'with CUDA ' + torch.version.cuda if torch.version.cuda else 'without CUDA'})")
+        raise PlatformError(f"hardware.device='gpu' but torch sees no CUDA device{_visible('gpu')} "
+                            f"(torch {torch.__version__}, built "
+                            f"{'with CUDA ' + torch.version.cuda if torch.version.cuda else 'without CUDA'})")
     if hardware == 'npu':
         npu = npu_module()
-        if npu is None: raise PlatformError("hardware.device='npu' but this machine has no Ascend NPU (torch_npu not installed; pip install torch_npu next to a matching CANN)")
-        if not npu.npu.is_available(): raise PlatformError(f"hardware.device='npu' but torch_npu sees no Ascend NPU{_visible('npu')}")
+        if npu is None: raise PlatformError("hardware.device='npu' but this machine has no Ascend NPU "
+                                            "(torch_npu not installed; pip install torch_npu next to a matching CANN)")
+        if not npu.npu.is_available():
+            raise PlatformError(f"hardware.device='npu' but torch_npu sees no Ascend NPU{_visible('npu')}")
 
 # %% ../nbs/00a_platform.ipynb #b601c07d
 @dataclass(frozen=True)
@@ -76,7 +81,8 @@ def dist_env(env=None # a mapping like `os.environ` (default: `os.environ`)
     env = os.environ if env is None else env
     d = DistEnv(_env_int(env, 'RANK', 0), _env_int(env, 'LOCAL_RANK', 0), _env_int(env, 'WORLD_SIZE', 1))
     if d.world_size < 1 or not 0 <= d.rank < d.world_size or not 0 <= d.local_rank < d.world_size:
-        raise PlatformError(f"RANK={d.rank}, LOCAL_RANK={d.local_rank}, WORLD_SIZE={d.world_size}: expected 0 <= RANK, LOCAL_RANK < WORLD_SIZE")
+        raise PlatformError(f"RANK={d.rank}, LOCAL_RANK={d.local_rank}, WORLD_SIZE={d.world_size}: "
+                            "expected 0 <= RANK, LOCAL_RANK < WORLD_SIZE")
     return d
 
 # %% ../nbs/00a_platform.ipynb #a349b183
@@ -90,7 +96,8 @@ def torch_device(hardware:str # `hardware.device`: 'cpu', 'gpu' or 'npu'
 def device_count(hardware:str)->int:
     "How many devices of this platform this process sees (1 for the CPU)."
     check_hardware(hardware)
-    return {'cpu': lambda: 1, 'gpu': torch.cuda.device_count, 'npu': lambda: npu_module().npu.device_count()}[hardware]()
+    return {'cpu': lambda: 1, 'gpu': torch.cuda.device_count,
+            'npu': lambda: npu_module().npu.device_count()}[hardware]()
 
 # %% ../nbs/00a_platform.ipynb #7afbd8eb
 DIST_BACKEND = {'cpu': 'gloo', 'gpu': 'nccl', 'npu': 'hccl'}
@@ -100,10 +107,12 @@ def dist_backend(hardware:str)->str:
     return DIST_BACKEND[_known(hardware)]
 
 def ensure_process_group(hardware:str)->bool:
-    "Join this process's `torch.distributed` group (env:// with several ranks, a one-rank group otherwise); True if this call made it."
+    ("Join this process's `torch.distributed` group (env:// with several ranks, a one-rank group otherwise); True if "
+     "this call made it.")
     if dist.is_initialized(): return False
     d = dist_env()
-    if d.world_size > 1: dist.init_process_group(dist_backend(hardware), rank=d.rank, world_size=d.world_size)   # MASTER_ADDR/PORT from the launcher
+    # MASTER_ADDR/PORT from the launcher
+    if d.world_size > 1: dist.init_process_group(dist_backend(hardware), rank=d.rank, world_size=d.world_size)
     else: dist.init_process_group(dist_backend(hardware), store=dist.HashStore(), rank=0, world_size=1)
     return True
 
@@ -111,7 +120,8 @@ def visible_devices_var(hardware:str)->str|None:
     "The environment variable that restricts which devices of `hardware` a process sees (`None` on CPU)."
     return VISIBLE_DEVICES.get(_known(hardware))
 
-RAY_RESOURCES = {'cpu': {'CPU': 1}, 'gpu': {'CPU': 1, 'GPU': 1}, 'npu': {'CPU': 1, 'NPU': 1}}   # Ray's names: 'GPU' is built in, 'NPU' a custom resource
+# Ray's names: 'GPU' is built in, 'NPU' a custom resource
+RAY_RESOURCES = {'cpu': {'CPU': 1}, 'gpu': {'CPU': 1, 'GPU': 1}, 'npu': {'CPU': 1, 'NPU': 1}}
 
 def ray_bundle(hardware:str)->dict:
     "The Ray resources one rank on `hardware` asks for: a CPU, and its device."
@@ -136,7 +146,8 @@ def side_group(hardware:str, # `hardware.device`: 'cpu', 'gpu' or 'npu'
 
 # %% ../nbs/00a_platform.ipynb #1eb6fe68
 REDUCE_OPS = {'sum': dist.ReduceOp.SUM, 'max': dist.ReduceOp.MAX, 'min': dist.ReduceOp.MIN}
-BACKEND_DEVICE = {'gloo': lambda: torch.device('cpu'), 'nccl': lambda: torch.device('cuda', torch.cuda.current_device()),
+BACKEND_DEVICE = {'gloo': lambda: torch.device('cpu'),
+                  'nccl': lambda: torch.device('cuda', torch.cuda.current_device()),
                   'hccl': lambda: torch.device('npu', npu_module().npu.current_device())}
 
 def world_size()->int:
@@ -163,7 +174,8 @@ def reset_allocator_peak(device:torch.device):
     elif device.type == 'npu': npu_module().npu.reset_peak_memory_stats()
 
 def private_pool_gib(device:torch.device)->float:
-    "GiB of tensors in torch's private memory pools on a CUDA `device` (a vLLM sleep-mode pool, CUDA graphs); 0 elsewhere."
+    ("GiB of tensors in torch's private memory pools on a CUDA `device` (a vLLM sleep-mode pool, CUDA graphs); 0 "
+     "elsewhere.")
     if device.type != 'cuda': return 0.0
     i = torch.cuda.current_device() if device.index is None else device.index
     return sum(s['allocated_size'] for s in torch.cuda.memory_snapshot()
@@ -213,7 +225,8 @@ def kept_rng(device:torch.device|None=None, # an accelerator whose generator is 
 def seeded_rng(seed:int|None, # None: the block draws from the generators as they are
                device:torch.device, # where sampling runs: its generator is seeded beside the CPU's
               ):
-    "Seed torch's CPU generator, `device`'s and numpy's global one with `seed` for the block, then restore them (`kept_rng`)."
+    ("Seed torch's CPU generator, `device`'s and numpy's global one with `seed` for the block, then restore them "
+     "(`kept_rng`).")
     if seed is None:
         yield
         return
@@ -227,7 +240,8 @@ def seeded_rng(seed:int|None, # None: the block draws from the generators as the
 
 # %% ../nbs/00a_platform.ipynb #46dc62f8
 def fp32_gemm_sums(device:torch.device)->bool:
-    "Make bf16/fp16 matrix products on `device` add split-K partial sums in fp32 (CUDA; elsewhere nothing to do); True if a setting changed."
+    ("Make bf16/fp16 matrix products on `device` add split-K partial sums in fp32 (CUDA; elsewhere nothing to do); "
+     "True if a setting changed.")
     if device.type != 'cuda': return False
     mm = torch.backends.cuda.matmul
     changed = mm.allow_bf16_reduced_precision_reduction or mm.allow_fp16_reduced_precision_reduction
@@ -273,7 +287,8 @@ VLLM_CPU_ENV_DEFAULTS = {'VLLM_CPU_KVCACHE_SPACE': '1'}        # GiB of KV cache
 
 def vllm_env_defaults(env=None # a mapping like `os.environ` (default: `os.environ`)
                      )->dict[str, str]:
-    "Set vLLM's defaults for an in-process engine in `env` where unset (before `vllm` is imported); return what was set."
+    ("Set vLLM's defaults for an in-process engine in `env` where unset (before `vllm` is imported); return what was "
+     "set.")
     env = os.environ if env is None else env
     want = VLLM_ENV_DEFAULTS | ({} if cuda_available() else VLLM_CPU_ENV_DEFAULTS)
     new = {k: v for k, v in want.items() if k not in env}

@@ -19,7 +19,8 @@ __all__ = ['RECORD_COLUMNS', 'RECORDS_DIR', 'data_file_path', 'prompt_text', 're
 # %% ../nbs/07a_records.ipynb #313c2319
 def data_file_path(path:str, # `data.train_file` or `data.val_file`
                    val:bool, # the held-out split
-                   generated:int, seed:int, # `data.generated_*_size` and the split's seed, as the trainer passes them to `load_split`
+                   # `data.generated_*_size` and the split's seed, as the trainer passes them to `load_split`
+                   generated:int, seed:int,
                   )->str:
     "The file the trainer reads for `path`: the cached RL parquet of a generated source, '' for a task made in memory."
     task = generated_task(path)
@@ -27,21 +28,25 @@ def data_file_path(path:str, # `data.train_file` or `data.val_file`
     return '' if tasks()[task].make_rows else str(generated_rl_file(task, val, generated, seed))
 
 # %% ../nbs/07a_records.ipynb #cf71d9c0
-RECORD_COLUMNS = ['step', 'group_id', 'sample', 'data_source', 'data_file', 'data_row', 'prompt', 'ground_truth', 'n_images', 'n_audios',
-                  'response', 'response_tokens', 'response_length', 'finish_reason', 'reward', 'reward_error', 'advantage',
+RECORD_COLUMNS = ['step', 'group_id', 'sample', 'data_source', 'data_file', 'data_row', 'prompt', 'ground_truth',
+                  'n_images', 'n_audios', 'response', 'response_tokens', 'response_length', 'finish_reason', 'reward',
+                  'reward_error', 'advantage',
                   'rollout_logprobs', 'actor_logprobs']
 
 def prompt_text(messages)->str:
     "Chat messages as plain text, one `role: content` block per message; typed media parts become their placeholders."
-    def content(c): return c if isinstance(c, str) else ''.join(p.get('text', '') if p.get('type') == 'text' else f"<{p.get('type')}>" for p in c)
-    return '\n\n'.join(f"{m.get('role')}: {content(m.get('content'))}" if isinstance(m, dict) else str(m) for m in messages)
+    def content(c): return c if isinstance(c, str) else ''.join(
+        p.get('text', '') if p.get('type') == 'text' else f"<{p.get('type')}>" for p in c)
+    return '\n\n'.join(f"{m.get('role')}: {content(m.get('content'))}" if isinstance(m, dict) else str(m)
+                       for m in messages)
 
 def reward_parts(detail:dict)->dict[str, float]:
     "The numeric parts of a reward dict other than `score`, as `reward/<part>` columns."
     return {f'reward/{k}': float(v) for k, v in detail.items() if k != 'score' and isinstance(v, (int, float))}
 
 def pick_groups(n_prompts:int, groups:int, step:int, seed:int)->list[int]:
-    "The prompt groups recorded at `step`: `groups` of `n_prompts` (all when fewer), drawn with a seed of `(seed, step)`."
+    ("The prompt groups recorded at `step`: `groups` of `n_prompts` (all when fewer), drawn with a seed of `(seed, "
+     "step)`.")
     if groups < 0: raise ValueError(f"groups must be >= 0, got {groups}")
     return sorted(random.Random(seed * 1_000_003 + step).sample(range(n_prompts), min(groups, n_prompts)))
 
@@ -49,7 +54,8 @@ def pick_groups(n_prompts:int, groups:int, step:int, seed:int)->list[int]:
 def _check_lengths(n_rows:int, **cols):
     "Raise unless every list in `cols` has one entry per rollout row."
     bad = {k: len(v) for k, v in cols.items() if len(v) != n_rows}
-    if bad: raise ValueError(f"rollout_records: the rollout has {n_rows} samples, but " + ', '.join(f"{k} has {v}" for k, v in bad.items()))
+    if bad: raise ValueError(f"rollout_records: the rollout has {n_rows} samples, but "
+                             + ', '.join(f"{k} has {v}" for k, v in bad.items()))
 
 def rollout_records(step:int, # training step
                     batch:list, # the step's prompts (`Prompt`s), in batch order
@@ -63,25 +69,32 @@ def rollout_records(step:int, # training step
                     groups:int=2, # prompt groups to record
                     seed:int=0, # with `step`, picks the groups
                    )->pd.DataFrame:
-    "One row per sample of `groups` prompt groups of the step, every sample of a group together (columns: `RECORD_COLUMNS` + `reward/<part>`)."
+    ("One row per sample of `groups` prompt groups of the step, every sample of a group together (columns: "
+     "`RECORD_COLUMNS` + `reward/<part>`).")
     N = len(ro.finish_reasons)
-    if not batch or N % len(batch): raise ValueError(f"rollout_records: {N} samples do not split into groups for {len(batch)} prompts")
+    if not batch or N % len(batch):
+        raise ValueError(f"rollout_records: {N} samples do not split into groups for {len(batch)} prompts")
     _check_lengths(N, texts=texts, rewards=rewards, details=details, advantages=advantages, actor_logp=actor_logp)
     n = N // len(batch)
     resp, mask, gids = ro.response_ids.cpu(), ro.response_mask.cpu().bool(), ro.group_ids.cpu().tolist()
-    rl, al, adv = ro.logprobs.detach().float().cpu(), actor_logp.detach().float().cpu(), torch.as_tensor(advantages).float().cpu()
+    rl, al, adv = (ro.logprobs.detach().float().cpu(), actor_logp.detach().float().cpu(),
+                   torch.as_tensor(advantages).float().cpu())
     rows = []
     for g in pick_groups(len(batch), groups, step, seed):
         e = batch[g].example
         for j in range(g * n, (g + 1) * n):
-            if gids[j] != g: raise ValueError(f"rollout_records: sample {j} answers prompt {gids[j]}, expected {g} (rows of prompt i must be i*n … (i+1)*n-1)")
+            if gids[j] != g: raise ValueError(f"rollout_records: sample {j} answers prompt {gids[j]}, expected {g} "
+                                              "(rows of prompt i must be i*n … (i+1)*n-1)")
             ids, d = resp[j][mask[j]].tolist(), details[j]
-            rows.append({'step': step, 'group_id': g, 'sample': j - g * n, 'data_source': e.data_source, 'data_file': data_file,
-                         'data_row': e.index, 'prompt': prompt_text(e.messages), 'ground_truth': e.ground_truth,
+            rows.append({'step': step, 'group_id': g, 'sample': j - g * n, 'data_source': e.data_source,
+                         'data_file': data_file, 'data_row': e.index, 'prompt': prompt_text(e.messages),
+                         'ground_truth': e.ground_truth,
                          'n_images': len(e.images), 'n_audios': len(e.audios), 'response': texts[j],
                          'response_tokens': tok.batch_decode([[i] for i in ids]), 'response_length': len(ids),
-                         'finish_reason': ro.finish_reasons[j], 'reward': float(rewards[j]), 'reward_error': d.get('error'),
-                         'advantage': adv[j].item(), 'rollout_logprobs': rl[j][mask[j]].tolist(), 'actor_logprobs': al[j][mask[j]].tolist(),
+                         'finish_reason': ro.finish_reasons[j], 'reward': float(rewards[j]),
+                         'reward_error': d.get('error'),
+                         'advantage': adv[j].item(), 'rollout_logprobs': rl[j][mask[j]].tolist(),
+                         'actor_logprobs': al[j][mask[j]].tolist(),
                          **reward_parts(d)})
     parts = sorted({k for r in rows for k in r} - set(RECORD_COLUMNS))
     return pd.DataFrame(rows, columns=RECORD_COLUMNS + parts)
@@ -95,7 +108,8 @@ def record_path(run_dir:str|Path, step:int)->Path:
 
 def write_rollout_records(run_dir:str|Path, step:int, df:pd.DataFrame)->Path:
     "Write `df` (records of `step`) to `run_dir/rollouts/step_{step:06d}.parquet`, atomically."
-    if len(df) and set(df.step) != {step}: raise ValueError(f"write_rollout_records: step {step}, but the records are of step(s) {sorted(set(df.step))}")
+    if len(df) and set(df.step) != {step}:
+        raise ValueError(f"write_rollout_records: step {step}, but the records are of step(s) {sorted(set(df.step))}")
     return write_rows(df.to_dict('records'), record_path(run_dir, step))
 
 def record_steps(run_dir:str|Path)->list[int]:
