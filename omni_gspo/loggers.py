@@ -109,11 +109,13 @@ def wandb_init_kwargs(run_dir:Path, config:dict, mode:str, # the run folder, the
 WANDB_KEYS = {'project': 'wandb_project', 'entity': 'wandb_entity', 'name': 'wandb_run_name', 'tags': 'wandb_tags'}
 
 def wandb_options(lc:LoggingConfig)->dict:
-    "`wandb_init_kwargs`' project, entity, name and tags from `logging.wandb_*` (set without wandb: refused by `00_config`)."
+    ("`wandb_init_kwargs`' project, entity, name and tags from `logging.wandb_*` (set without wandb: refused by "
+     "`00_config`).")
     return {arg: getattr(lc, key) for arg, key in WANDB_KEYS.items()}
 
 class WandbLogger:
-    "Log to Weights & Biases: online when wandb finds credentials, else offline (in `run_dir/wandb`); a line says which."
+    ("Log to Weights & Biases: online when wandb finds credentials, else offline (in `run_dir/wandb`); a line says "
+     "which.")
     def __init__(self, run_dir:Path, config:dict, write=print, # how the line about the mode is printed
                  **opts): # project, entity, name, tags (`wandb_init_kwargs`)
         import wandb
@@ -207,9 +209,11 @@ class Loggers:
 def check_logger_packages(names:list[str], # `logging.loggers`
                           packages:dict=PACKAGES, # logger -> the package it needs
                          ):
-    "Raise `ConfigError` for a logger whose package this machine lacks: a fact of the machine that runs, not of the config."
+    ("Raise `ConfigError` for a logger whose package this machine lacks: a fact of the machine that runs, not of the "
+     "config.")
     if missing := [n for n in names if n in packages and importlib.util.find_spec(packages[n]) is None]:
-        raise ConfigError(f"logging.loggers has {missing[0]!r} but the {packages[missing[0]]!r} package is not installed "
+        raise ConfigError(f"logging.loggers has {missing[0]!r} but the {packages[missing[0]]!r} package is not "
+                          f"installed "
                           "(pip install 'omni_gspo[loggers]')")
 
 def make_loggers(names:list[str], # `logging.loggers`: any of 'console', 'tensorboard', 'wandb' ('jsonl' is always on)
