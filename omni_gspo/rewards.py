@@ -220,16 +220,15 @@ def score_batch(data_sources:list[str], responses:list[str], ground_truths:list[
     n = len(responses)
     if not len(data_sources) == len(ground_truths) == len(extra_infos) == n:
         raise ValueError(f'score_batch: {len(data_sources)} data_sources, {n} responses, {len(ground_truths)} '
-                         f'ground_truths '
-                         f'and {len(extra_infos)} extra_infos; expected equal lengths')
+                         f'ground_truths and {len(extra_infos)} extra_infos; expected equal lengths')
     if custom in NAMED_REWARDS: pass
     elif custom:
         p, name = _custom_path(custom)
         custom = f'{p}:{name}'     # absolute: workers keep the directory they were started in
         load_custom_reward(custom)
     else: _check_sources(data_sources)
-    tasks = [(ds, r, gt, info or {}, format_score, custom) for ds, r, gt,
-             info in zip(data_sources, responses, ground_truths, extra_infos)]
+    tasks = [(ds, r, gt, info or {}, format_score, custom)
+             for ds, r, gt, info in zip(data_sources, responses, ground_truths, extra_infos)]
     results = _pool().map(tasks, timeout_s)
     details = [d if err is None else {'score': 0.0, 'error': err} for d, err, _ in results]
     metrics = {'reward/errors': sum(err is not None for _, err, _ in results),
