@@ -155,7 +155,8 @@ def dashboard_keys(rows:list[dict])->list[str]:
     "`CURVES`, then the validation accuracies, the step-time parts and the lower clip fraction present in `rows`."
     from omni_gspo.viz import CURVES
     seen = dict.fromkeys(k for r in rows for k in r)
-    extra = [k for k in seen if (k.startswith('val-core/') and k.endswith('@1')) or (k.startswith('timing_s/') and k != 'timing_s/step')]
+    extra = [k for k in seen if (k.startswith('val-core/') and k.endswith('@1'))
+             or (k.startswith('timing_s/') and k != 'timing_s/step')]
     return list(dict.fromkeys([*CURVES, *sorted(extra), 'actor/pg_clipfrac_lower']))
 
 def in_notebook()->bool:
@@ -168,7 +169,8 @@ class DashboardLogger:
     "Curves of all steps so far: updated in place in a notebook, written to `run_dir/metrics.html`."
     def __init__(self, run_dir:Path, show:bool|None=None, # display in the notebook; None: when a kernel runs
                  every_s:float=10.0): # least seconds between two writes of metrics.html
-        self.path, self.show, self.every_s = Path(run_dir)/'metrics.html', in_notebook() if show is None else show, every_s
+        self.path, self.show, self.every_s = (Path(run_dir)/'metrics.html', in_notebook() if show is None else show,
+                                              every_s)
         from omni_gspo.viz import read_metrics
         jsonl = Path(run_dir)/'metrics.jsonl'      # a resumed run's earlier steps (the trainer trims the file first)
         self.rows, self.handle, self.written = read_metrics(jsonl) if jsonl.exists() else [], None, -math.inf
