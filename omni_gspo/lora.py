@@ -119,7 +119,7 @@ def export_weights(model, # the policy: plain or peft-wrapped, sharded (FSDP2) o
         w = full_tensor(value)
         if merge_lora and leaf == 'weight' and layer != owner and layer in loras:
             lm = loras[layer]
-            ds = [lora_delta(lm, full_tensor(lm.lora_A[a].weight), full_tensor(lm.lora_B[a].weight),
-                             a) for a in lora_adapters(lm, layer)]
+            ds = [lora_delta(lm, full_tensor(lm.lora_A[a].weight), full_tensor(lm.lora_B[a].weight), a)
+                  for a in lora_adapters(lm, layer)]
             if ds: w = w + sum(ds).to(w.dtype)
         yield key.replace('.base_layer.', '.'), w
