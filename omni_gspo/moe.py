@@ -22,9 +22,8 @@ def expert_order(top_k_index:torch.Tensor, # (T, k) expert of each token's j-th 
     flat = top_k_index.reshape(-1)
     order = torch.sort(flat, stable=True).indices
     inverse = torch.empty_like(order).index_put_((order,), torch.arange(len(order), device=flat.device))
-    counts = torch.zeros(num_experts, dtype=torch.int32, device=flat.device).scatter_add_(0, flat,
-                                                                                          torch.ones_like(flat,
-                                                                                                          dtype=torch.int32))
+    counts = torch.zeros(num_experts, dtype=torch.int32, device=flat.device).scatter_add_(
+        0, flat, torch.ones_like(flat, dtype=torch.int32))
     return order, inverse, counts.cumsum(0, dtype=torch.int32)
 
 # %% ../nbs/00b_moe.ipynb #bb558e91
@@ -44,8 +43,8 @@ def _gather_sum_triton(rows:torch.Tensor, inverse:torch.Tensor, k:int, scale:tor
                        block:int=1024)->torch.Tensor:
     rows, out = rows.contiguous(), rows.new_empty(len(inverse) // k, rows.shape[-1])
     _gather_sum_kernel[(out.shape[0], triton.cdiv(out.shape[1], block))](rows, inverse,
-                                                                         rows if scale is None else scale, out,
-                                                                         out.shape[1],
+                                                                       rows if scale is None else scale, out,
+                                                                       out.shape[1],
                                                                        K=k, BLOCK=block, SCALED=scale is not None)
     return out
 
@@ -95,8 +94,8 @@ def experts_bwd(grad_out, h, order, inverse, offs, w, gate_up, down, k:int):
 # %% ../nbs/00b_moe.ipynb #5d4780b7
 @torch.library.custom_op('omni_gspo::frozen_experts', mutates_args=())
 def _frozen_experts(x:torch.Tensor, top_k_index:torch.Tensor, top_k_weights:torch.Tensor, gate_up:torch.Tensor,
-                    down:torch.Tensor)->tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
-                                              torch.Tensor]:
+                    down:torch.Tensor
+                   )->tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     return experts_fwd(x, top_k_index, top_k_weights, gate_up, down)
 
 @_frozen_experts.register_fake
@@ -107,9 +106,8 @@ def _(x, top_k_index, top_k_weights, gate_up, down):
 
 @torch.library.custom_op('omni_gspo::frozen_experts_backward', mutates_args=())
 def _frozen_experts_backward(grad_out:torch.Tensor, h:torch.Tensor, order:torch.Tensor, inverse:torch.Tensor,
-                             offs:torch.Tensor,
-                             w:torch.Tensor, gate_up:torch.Tensor, down:torch.Tensor, k:int)->tuple[torch.Tensor,
-                                                                                                    torch.Tensor]:
+                             offs:torch.Tensor, w:torch.Tensor, gate_up:torch.Tensor, down:torch.Tensor,
+                             k:int)->tuple[torch.Tensor, torch.Tensor]:
     return experts_bwd(grad_out, h, order, inverse, offs, w, gate_up, down, k)
 
 @_frozen_experts_backward.register_fake
