@@ -21,10 +21,12 @@ __all__ = ['fsdp_units', 'checkpoint_layers', 'shard_model', 'compile_units', 'd
 def fsdp_units(model, # a transformers model or its peft wrapper
                names:Sequence[str]|None=None, # class names of the units; default: the model's `_no_split_modules`
               )->list[nn.Module]:
-    "The modules of `model` that `shard_model` shards one by one: every instance of a class named in `names`, in model order."
+    ("The modules of `model` that `shard_model` shards one by one: every instance of a class named in `names`, in "
+     "model order.")
     base = base_model(model)
     names = set(base._no_split_modules or []) if names is None else set(names)
-    def classes(m): return {c.__name__ for c in type(m).__mro__}   # FSDP2 subclasses a sharded module: FSDPQwen3DecoderLayer
+    # FSDP2 subclasses a sharded module: FSDPQwen3DecoderLayer
+    def classes(m): return {c.__name__ for c in type(m).__mro__}
     units = [m for m in base.modules() if classes(m) & names]
     missing = sorted(names - set().union(*map(classes, units)))
     if missing or not units:
@@ -39,8 +41,10 @@ def checkpoint_layers(model): # a transformers model or its peft wrapper
 
 def shard_model(model, # a transformers model or its peft wrapper (LoRA or full-parameter), not yet sharded
                 *, units:Sequence[str]|None=None, # unit class names (see `fsdp_units`); default `_no_split_modules`
-                mesh:DeviceMesh|None=None, # 1-D mesh of the data-parallel ranks; default: all ranks, this accelerator or CPU
-                param_dtype:torch.dtype|None=None, # compute dtype of the gathered parameters (e.g. bf16); None: as stored
+                # 1-D mesh of the data-parallel ranks; default: all ranks, this accelerator or CPU
+                mesh:DeviceMesh|None=None,
+                # compute dtype of the gathered parameters (e.g. bf16); None: as stored
+                param_dtype:torch.dtype|None=None,
                 reduce_dtype:torch.dtype|None=torch.float32, # dtype of the gradient reduce-scatter
                 cpu_offload:bool=False, # keep shards, gradients and the optimizer step in host memory
                 activation_checkpointing:bool=False, # recompute each layer's activations in the backward pass
@@ -50,9 +54,12 @@ def shard_model(model, # a transformers model or its peft wrapper (LoRA or full-
     offload = CPUOffloadPolicy(pin_memory=torch.accelerator.is_available()) if cpu_offload else OffloadPolicy()
     mp = dict(param_dtype=param_dtype, reduce_dtype=reduce_dtype)
     kw = dict(mesh=mesh, offload_policy=offload)
-    for m in reversed(fsdp_units(model, units)): fully_shard(m, mp_policy=MixedPrecisionPolicy(**mp, cast_forward_inputs=False), **kw)   # an fp32 residual stream stays fp32
+    # an fp32 residual stream stays fp32
+    for m in reversed(fsdp_units(model, units)):
+        fully_shard(m, mp_policy=MixedPrecisionPolicy(**mp, cast_forward_inputs=False), **kw)
     fully_shard(base_model(model), mp_policy=MixedPrecisionPolicy(**mp), **kw)
-    base_model(model)._is_fsdp_managed_module = True   # transformers' generate then runs in step on every rank (synced_gpus)
+    # transformers' generate then runs in step on every rank (synced_gpus)
+    base_model(model)._is_fsdp_managed_module = True
     return model
 
 # %% ../nbs/07b_fsdp.ipynb #03ad4a74
@@ -60,8 +67,10 @@ def compile_units(model, # a transformers model or its peft wrapper, sharded or 
                   names:Sequence[str]|None=None, # class names of the units (as `fsdp_units`)
                   backend='inductor', # `torch.compile`'s backend (a counting one in the tests below)
                  )->nn.Module:
-    "Compile the `forward` of every unit of `model` in place for the passes without a KV cache (`cacheless_compiled`); returns the model."
-    torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)   # one graph per shape class, not per layer, but leave room
+    ("Compile the `forward` of every unit of `model` in place for the passes without a KV cache "
+     "(`cacheless_compiled`); returns the model.")
+    # one graph per shape class, not per layer, but leave room
+    torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
     compile_cache_env()          # kernels kept in the project's cache folder: a resume or restart reuses them
     for m in fsdp_units(model, names): m.forward = cacheless_compiled(m.forward, backend)
     return model
@@ -75,7 +84,8 @@ def dynamic_dims(x):
 
 def cacheless_compiled(forward, # a unit's `forward`
                        backend='inductor'):
-    "`forward` compiled for calls without a KV cache (the actor's passes), sizes dynamic from the first call; calls with one run it as it is."
+    ("`forward` compiled for calls without a KV cache (the actor's passes), sizes dynamic from the first call; calls "
+     "with one run it as it is.")
     compiled = torch.compile(forward, backend=backend)
     def run(*args, **kwargs):
         if kwargs.get('past_key_values') is not None: return forward(*args, **kwargs)

@@ -109,11 +109,13 @@ def wandb_init_kwargs(run_dir:Path, config:dict, mode:str, # the run folder, the
 WANDB_KEYS = {'project': 'wandb_project', 'entity': 'wandb_entity', 'name': 'wandb_run_name', 'tags': 'wandb_tags'}
 
 def wandb_options(lc:LoggingConfig)->dict:
-    "`wandb_init_kwargs`' project, entity, name and tags from `logging.wandb_*` (set without wandb: refused by `00_config`)."
+    ("`wandb_init_kwargs`' project, entity, name and tags from `logging.wandb_*` (set without wandb: refused by "
+     "`00_config`).")
     return {arg: getattr(lc, key) for arg, key in WANDB_KEYS.items()}
 
 class WandbLogger:
-    "Log to Weights & Biases: online when wandb finds credentials, else offline (in `run_dir/wandb`); a line says which."
+    ("Log to Weights & Biases: online when wandb finds credentials, else offline (in `run_dir/wandb`); a line says "
+     "which.")
     def __init__(self, run_dir:Path, config:dict, write=print, # how the line about the mode is printed
                  **opts): # project, entity, name, tags (`wandb_init_kwargs`)
         import wandb
@@ -153,7 +155,8 @@ def dashboard_keys(rows:list[dict])->list[str]:
     "`CURVES`, then the validation accuracies, the step-time parts and the lower clip fraction present in `rows`."
     from omni_gspo.viz import CURVES
     seen = dict.fromkeys(k for r in rows for k in r)
-    extra = [k for k in seen if (k.startswith('val-core/') and k.endswith('@1')) or (k.startswith('timing_s/') and k != 'timing_s/step')]
+    extra = [k for k in seen if (k.startswith('val-core/') and k.endswith('@1'))
+             or (k.startswith('timing_s/') and k != 'timing_s/step')]
     return list(dict.fromkeys([*CURVES, *sorted(extra), 'actor/pg_clipfrac_lower']))
 
 def in_notebook()->bool:
@@ -166,7 +169,8 @@ class DashboardLogger:
     "Curves of all steps so far: updated in place in a notebook, written to `run_dir/metrics.html`."
     def __init__(self, run_dir:Path, show:bool|None=None, # display in the notebook; None: when a kernel runs
                  every_s:float=10.0): # least seconds between two writes of metrics.html
-        self.path, self.show, self.every_s = Path(run_dir)/'metrics.html', in_notebook() if show is None else show, every_s
+        self.path, self.show, self.every_s = (Path(run_dir)/'metrics.html', in_notebook() if show is None else show,
+                                              every_s)
         from omni_gspo.viz import read_metrics
         jsonl = Path(run_dir)/'metrics.jsonl'      # a resumed run's earlier steps (the trainer trims the file first)
         self.rows, self.handle, self.written = read_metrics(jsonl) if jsonl.exists() else [], None, -math.inf
@@ -207,9 +211,11 @@ class Loggers:
 def check_logger_packages(names:list[str], # `logging.loggers`
                           packages:dict=PACKAGES, # logger -> the package it needs
                          ):
-    "Raise `ConfigError` for a logger whose package this machine lacks: a fact of the machine that runs, not of the config."
+    ("Raise `ConfigError` for a logger whose package this machine lacks: a fact of the machine that runs, not of the "
+     "config.")
     if missing := [n for n in names if n in packages and importlib.util.find_spec(packages[n]) is None]:
-        raise ConfigError(f"logging.loggers has {missing[0]!r} but the {packages[missing[0]]!r} package is not installed "
+        raise ConfigError(f"logging.loggers has {missing[0]!r} but the {packages[missing[0]]!r} package is not "
+                          f"installed "
                           "(pip install 'omni_gspo[loggers]')")
 
 def make_loggers(names:list[str], # `logging.loggers`: any of 'console', 'tensorboard', 'wandb' ('jsonl' is always on)

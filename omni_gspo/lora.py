@@ -104,7 +104,8 @@ def trained_groups(model)->set[str]:
 @torch.no_grad()
 def export_weights(model, # the policy: plain or peft-wrapped, sharded (FSDP2) or not
                    merge_lora:bool=True, # False: the base weights without the LoRA deltas (vLLM's adapter mode)
-                   changed_only:bool=False, # only the groups training changes (`trained_groups`): a sync after the first
+                   # only the groups training changes (`trained_groups`): a sync after the first
+                   changed_only:bool=False,
                   )->Iterator[tuple[str, torch.Tensor]]:
     "Yield `(name, tensor)` per base-model state-dict key, one whole tensor at a time: LoRA merged, shards gathered."
     base = base_model(model)
@@ -118,6 +119,7 @@ def export_weights(model, # the policy: plain or peft-wrapped, sharded (FSDP2) o
         w = full_tensor(value)
         if merge_lora and leaf == 'weight' and layer != owner and layer in loras:
             lm = loras[layer]
-            ds = [lora_delta(lm, full_tensor(lm.lora_A[a].weight), full_tensor(lm.lora_B[a].weight), a) for a in lora_adapters(lm, layer)]
+            ds = [lora_delta(lm, full_tensor(lm.lora_A[a].weight), full_tensor(lm.lora_B[a].weight), a)
+                  for a in lora_adapters(lm, layer)]
             if ds: w = w + sum(ds).to(w.dtype)
         yield key.replace('.base_layer.', '.'), w

@@ -17,11 +17,13 @@ __all__ = ['EXPERTS_IMPLEMENTATION', 'expert_order', 'gather_sum', 'experts_fwd'
 # %% ../nbs/00b_moe.ipynb #3da180c8
 def expert_order(top_k_index:torch.Tensor, # (T, k) expert of each token's j-th choice
                  num_experts:int)->tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    "The pairs `s = t*k + j` sorted by expert (stable), its inverse permutation, and each expert's end offset (int32, as grouped_mm takes it)."
+    ("The pairs `s = t*k + j` sorted by expert (stable), its inverse permutation, and each expert's end offset (int32, "
+     "as grouped_mm takes it).")
     flat = top_k_index.reshape(-1)
     order = torch.sort(flat, stable=True).indices
     inverse = torch.empty_like(order).index_put_((order,), torch.arange(len(order), device=flat.device))
-    counts = torch.zeros(num_experts, dtype=torch.int32, device=flat.device).scatter_add_(0, flat, torch.ones_like(flat, dtype=torch.int32))
+    counts = torch.zeros(num_experts, dtype=torch.int32, device=flat.device).scatter_add_(
+        0, flat, torch.ones_like(flat, dtype=torch.int32))
     return order, inverse, counts.cumsum(0, dtype=torch.int32)
 
 # %% ../nbs/00b_moe.ipynb #bb558e91
@@ -37,9 +39,12 @@ if triton is not None:
             acc += row * tl.load(scale + r).to(tl.float32) if SCALED else row
         tl.store(out + t.to(tl.int64) * H + cols, acc.to(out.dtype.element_ty), mask=inside)
 
-def _gather_sum_triton(rows:torch.Tensor, inverse:torch.Tensor, k:int, scale:torch.Tensor|None=None, block:int=1024)->torch.Tensor:
+def _gather_sum_triton(rows:torch.Tensor, inverse:torch.Tensor, k:int, scale:torch.Tensor|None=None,
+                       block:int=1024)->torch.Tensor:
     rows, out = rows.contiguous(), rows.new_empty(len(inverse) // k, rows.shape[-1])
-    _gather_sum_kernel[(out.shape[0], triton.cdiv(out.shape[1], block))](rows, inverse, rows if scale is None else scale, out, out.shape[1],
+    _gather_sum_kernel[(out.shape[0], triton.cdiv(out.shape[1], block))](rows, inverse,
+                                                                       rows if scale is None else scale, out,
+                                                                       out.shape[1],
                                                                        K=k, BLOCK=block, SCALED=scale is not None)
     return out
 
@@ -55,7 +60,8 @@ def gather_sum(rows:torch.Tensor, # (T*k, H) in expert order
 
 # %% ../nbs/00b_moe.ipynb #d6fe6984
 def experts_fwd(x, top_k_index, top_k_weights, gate_up, down):
-    "Output (T, H) of the fused SwiGLU experts, and what `experts_bwd` needs: h, order, inverse, offsets, sorted routing weights."
+    ("Output (T, H) of the fused SwiGLU experts, and what `experts_bwd` needs: h, order, inverse, offsets, sorted "
+     "routing weights.")
     T, k = top_k_index.shape
     order, inverse, offs = expert_order(top_k_index, gate_up.shape[0])
     h = _grouped_mm(x[order // k], gate_up.transpose(-2, -1), offs)      # (S, 2I): gate half, then up half
@@ -76,7 +82,7 @@ def swiglu_grads(u, # (S, I) W_d^T g for each pair
     da = u * w.unsqueeze(-1)
     return (u * silu * up).float().sum(-1), torch.cat([da * up * (sig * (1 + gate * (1 - sig))), da * silu], -1)
 
-_swiglu_grads_fused = torch.compile(swiglu_grads, dynamic=True)   # on CUDA: one fused kernel instead of about ten passes
+_swiglu_grads_fused = torch.compile(swiglu_grads, dynamic=True)  # on CUDA: one fused kernel instead of about ten passes
 
 def experts_bwd(grad_out, h, order, inverse, offs, w, gate_up, down, k:int):
     "Gradients of the block's input (T, H) and routing weights (T, k), the expert weights frozen."
@@ -88,7 +94,8 @@ def experts_bwd(grad_out, h, order, inverse, offs, w, gate_up, down, k:int):
 # %% ../nbs/00b_moe.ipynb #5d4780b7
 @torch.library.custom_op('omni_gspo::frozen_experts', mutates_args=())
 def _frozen_experts(x:torch.Tensor, top_k_index:torch.Tensor, top_k_weights:torch.Tensor, gate_up:torch.Tensor,
-                    down:torch.Tensor)->tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+                    down:torch.Tensor
+                   )->tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     return experts_fwd(x, top_k_index, top_k_weights, gate_up, down)
 
 @_frozen_experts.register_fake
@@ -98,8 +105,9 @@ def _(x, top_k_index, top_k_weights, gate_up, down):
             top_k_index.new_empty(gate_up.shape[0], dtype=torch.int32), top_k_weights.new_empty(S))
 
 @torch.library.custom_op('omni_gspo::frozen_experts_backward', mutates_args=())
-def _frozen_experts_backward(grad_out:torch.Tensor, h:torch.Tensor, order:torch.Tensor, inverse:torch.Tensor, offs:torch.Tensor,
-                             w:torch.Tensor, gate_up:torch.Tensor, down:torch.Tensor, k:int)->tuple[torch.Tensor, torch.Tensor]:
+def _frozen_experts_backward(grad_out:torch.Tensor, h:torch.Tensor, order:torch.Tensor, inverse:torch.Tensor,
+                             offs:torch.Tensor, w:torch.Tensor, gate_up:torch.Tensor, down:torch.Tensor,
+                             k:int)->tuple[torch.Tensor, torch.Tensor]:
     return experts_bwd(grad_out, h, order, inverse, offs, w, gate_up, down, k)
 
 @_frozen_experts_backward.register_fake
@@ -121,7 +129,8 @@ def frozen_experts(x:torch.Tensor, # (T, H) the block's input
                    top_k_weights:torch.Tensor, # (T, k) their routing weights
                    gate_up:torch.Tensor, down:torch.Tensor, # (E, 2I, H) and (E, H, I), frozen
                   )->torch.Tensor:
-    "Fused SwiGLU experts with frozen weights: differentiable in `x` and `top_k_weights` only, `h` the one saved activation."
+    ("Fused SwiGLU experts with frozen weights: differentiable in `x` and `top_k_weights` only, `h` the one saved "
+     "activation.")
     return _frozen_experts(x, top_k_index, top_k_weights, gate_up, down)[0]
 
 # %% ../nbs/00b_moe.ipynb #f3f33d17

@@ -21,7 +21,8 @@ __all__ = ['NAMED_REWARDS', 'task_rewards', 'default_reward', 'ascii_fraction', 
 def _as_detail(out)->dict:
     "A reward result as a dict with a finite float `score`: a number r becomes {'score': r, 'acc': r} (verl's rule)."
     if isinstance(out, dict):
-        if 'score' not in out: raise ValueError(f"reward returned a dict without 'score' (keys: {', '.join(map(str, out))})")
+        if 'score' not in out:
+            raise ValueError(f"reward returned a dict without 'score' (keys: {', '.join(map(str, out))})")
         d = {**out, 'score': float(out['score'])}
     else: d = {'score': float(out), 'acc': float(out)}
     if not math.isfinite(d['score']): raise ValueError(f"reward score {d['score']} is not a finite number")
@@ -51,12 +52,14 @@ def ascii_fraction(data_source:str, solution_str:str, ground_truth:str, extra_in
     n = sum(' ' <= c <= '~' for c in solution_str)
     return {'score': n / len(solution_str) if solution_str else 0.0}
 
-NAMED_REWARDS = {'ascii_fraction': ascii_fraction}   # `reward.custom_function` values naming a built-in reward (`BUILTIN_REWARDS`)
+# `reward.custom_function` values naming a built-in reward (`BUILTIN_REWARDS`)
+NAMED_REWARDS = {'ascii_fraction': ascii_fraction}
 
 # %% ../nbs/04_rewards.ipynb #d205e600
 def _custom_path(spec:str)->tuple[Path, str]:
     "Absolute file path and function name of a `'path.py:function'` spec."
-    if why := custom_function_problem(spec): raise ConfigError(why)   # `check_config` found it already, unless the file went away since
+    # `check_config` found it already, unless the file went away since
+    if why := custom_function_problem(spec): raise ConfigError(why)
     path, _, name = spec.rpartition(':')
     return Path(path).expanduser().resolve(), name
 
@@ -73,7 +76,9 @@ def _load_function(path:str, name:str, mtime_ns:int)->Callable:
         known = sorted(k for k, v in vars(mod).items() if inspect.isfunction(v) and not k.startswith('_'))
         raise ConfigError(f"{where}: {path} has no function {name!r}; its functions: {', '.join(known) or 'none'}")
     try: inspect.signature(fn).bind('data_source', 'solution_str', 'ground_truth', {})
-    except TypeError as e: raise ConfigError(f"{where}: {name} must accept (data_source, solution_str, ground_truth, extra_info): {e}") from e
+    except TypeError as e:
+        raise ConfigError(f"{where}: {name} must accept (data_source, solution_str, ground_truth, extra_info): "
+                          f"{e}") from e
     return fn
 
 def load_custom_reward(spec:str, # 'path/to/file.py:function', or a name in `NAMED_REWARDS`
@@ -150,7 +155,8 @@ class RewardPool:
         try: msg = w.conn.recv()
         except (EOFError, OSError):
             code = w.proc.wait()
-            if w.task is None: raise RuntimeError(f'reward worker exited with code {code} before it was ready; see its stderr above')
+            if w.task is None:
+                raise RuntimeError(f'reward worker exited with code {code} before it was ready; see its stderr above')
             out[w.task] = (None, f'reward worker died (exit code {code})', False)
             return self._replace(w)
         if msg == 'ready': w.ready = True
@@ -213,15 +219,16 @@ def score_batch(data_sources:list[str], responses:list[str], ground_truths:list[
     format_score, custom, timeout_s = rcfg.format_score, rcfg.custom_function, rcfg.timeout_s
     n = len(responses)
     if not len(data_sources) == len(ground_truths) == len(extra_infos) == n:
-        raise ValueError(f'score_batch: {len(data_sources)} data_sources, {n} responses, {len(ground_truths)} ground_truths '
-                         f'and {len(extra_infos)} extra_infos; expected equal lengths')
+        raise ValueError(f'score_batch: {len(data_sources)} data_sources, {n} responses, {len(ground_truths)} '
+                         f'ground_truths and {len(extra_infos)} extra_infos; expected equal lengths')
     if custom in NAMED_REWARDS: pass
     elif custom:
         p, name = _custom_path(custom)
         custom = f'{p}:{name}'     # absolute: workers keep the directory they were started in
         load_custom_reward(custom)
     else: _check_sources(data_sources)
-    tasks = [(ds, r, gt, info or {}, format_score, custom) for ds, r, gt, info in zip(data_sources, responses, ground_truths, extra_infos)]
+    tasks = [(ds, r, gt, info or {}, format_score, custom)
+             for ds, r, gt, info in zip(data_sources, responses, ground_truths, extra_infos)]
     results = _pool().map(tasks, timeout_s)
     details = [d if err is None else {'score': 0.0, 'error': err} for d, err, _ in results]
     metrics = {'reward/errors': sum(err is not None for _, err, _ in results),

@@ -38,7 +38,8 @@ def convert_records(records:list, # source records of one split
     for i, rec in enumerate(tqdm(records, desc=desc, unit='row', disable=None)):   # a bar in terminals only
         try: rows.append(make_row(rec, i))
         except Dropped as e:
-            if e.reason not in dropped: raise ValueError(f"{desc}: record {i}: unknown drop reason {e.reason!r}") from None
+            if e.reason not in dropped: raise ValueError(f"{desc}: record {i}: unknown drop reason "
+                                                         f"{e.reason!r}") from None
             dropped[e.reason] += 1
     return rows, dropped
 
@@ -75,7 +76,8 @@ def convert_split(files:list[tuple[Path, list]], # (file, its records) of one sp
     "RL rows kept from a split's files and the drop counts by reason; a file that keeps no row raises `NoRowKept`."
     rows, dropped, start = [], dict.fromkeys(reasons, 0), 0
     for path, recs in files:
-        kept, d = convert_records(recs, lambda r, i, start=start: make_row(r, start + i), reasons, f'{what} {Path(path).name}')
+        kept, d = convert_records(recs, lambda r, i, start=start: make_row(r, start + i), reasons,
+                                  f'{what} {Path(path).name}')
         if not kept: raise NoRowKept(f"{what} {str(path)!r}: no row kept of {len(recs)}; dropped: {d}", d)
         rows += kept; start += len(recs)
         for k, n in d.items(): dropped[k] += n
@@ -101,7 +103,8 @@ def convert_splits(splits:dict[str, list[tuple[Path, list]]], # split name -> it
                    output_dir:str|Path,
                    summary=None, # `summary(rows)` -> extra stats of a split's kept rows, e.g. its answer types
                   )->dict:
-    "Convert every split, write each that kept rows to `output_dir/{split}.parquet`; stats per split, or `EmptySplitError`"
+    ("Convert every split, write each that kept rows to `output_dir/{split}.parquet`; stats per split, or "
+     "`EmptySplitError`")
     converted, stats = {}, {}
     for split, files in splits.items():
         s = stats[split] = {'split': split, 'input': sum(len(recs) for _, recs in files)}
@@ -153,7 +156,8 @@ def shapes_image(shapes:list[tuple[str, str]], # (colour, shape) pairs, at most 
     img = Image.new('RGB', (cols * _CELL, nrows * _CELL), 'white'); draw = ImageDraw.Draw(img)
     for (colour, shape), cell in zip(shapes, r.sample(range(cols * nrows), len(shapes))):
         s = r.randint(40, 56)
-        x0 = (cell % cols) * _CELL + r.randint(8, _CELL - 8 - s); y0 = (cell // cols) * _CELL + r.randint(8, _CELL - 8 - s)
+        x0 = (cell % cols) * _CELL + r.randint(8, _CELL - 8 - s)
+        y0 = (cell // cols) * _CELL + r.randint(8, _CELL - 8 - s)
         fill = COLOURS[colour]
         if shape == 'circle': draw.ellipse([x0, y0, x0 + s, y0 + s], fill=fill)
         elif shape == 'square': draw.rectangle([x0, y0, x0 + s, y0 + s], fill=fill)
@@ -171,7 +175,8 @@ def random_shapes(r:random.Random, n:int, colours:list[str]|None=None)->list[tup
     return [(r.choice(colours or list(COLOURS)), r.choice(SHAPES)) for _ in range(n)]
 
 def choices(answer:int, k:int, r:random.Random)->tuple[list[int], int]:
-    "`k` distinct consecutive non-negative options around `answer`, shuffled so it sits at a random place; and that place."
+    ("`k` distinct consecutive non-negative options around `answer`, shuffled so it sits at a random place; and that "
+     "place.")
     lo = max(0, answer - r.randint(0, k - 1))
     values, right = list(range(lo, lo + k)), r.randrange(k)
     values[right], values[answer - lo] = answer, values[right]
@@ -197,7 +202,8 @@ def count_blobs(png:bytes, colour:str|None=None)->int:
 def speak(text:str)->np.ndarray:
     "`text` spoken by espeak-ng, as float samples at 16 kHz."
     with tempfile.TemporaryDirectory() as t:
-        p = subprocess.run(['espeak-ng', '-v', 'en', '-s', '150', '-w', f'{t}/s.wav', text], capture_output=True, text=True)
+        p = subprocess.run(['espeak-ng', '-v', 'en', '-s', '150', '-w', f'{t}/s.wav', text], capture_output=True,
+                           text=True)
         if p.returncode: raise RuntimeError(f"espeak-ng failed on {text!r}: {p.stderr.strip()}")
         return load_audio(f'{t}/s.wav', f'espeak-ng {text!r}')
 
@@ -238,7 +244,8 @@ def csv_rl_rows(csv_path:str|Path, # columns `question`, `answer`, optional `ima
     media_dir = Path(media_dir or csv_path.parent).resolve()
     df = pd.read_csv(csv_path, dtype=str, keep_default_na=False)
     missing = [c for c in ('question', 'answer') if c not in df.columns]
-    if missing: raise DataError(f"{csv_path}: no column(s) {missing}; expected question, answer and optionally image, audio (has {list(df.columns)})")
+    if missing: raise DataError(f"{csv_path}: no column(s) {missing}; expected question, answer and optionally image, "
+                                f"audio (has {list(df.columns)})")
     rows = []
     for i, r in enumerate(df.to_dict('records')):
         loc = f"{csv_path}: row {i + 2}"      # as a spreadsheet numbers it, under the header line
@@ -251,7 +258,8 @@ def csv_rl_rows(csv_path:str|Path, # columns `question`, `answer`, optional `ima
         q = r['question']
         if not PLACEHOLDER_RE.search(q): q = '<image>' * len(media['image']) + '<audio>' * len(media['audio']) + q
         prompt = ([{'role': 'system', 'content': system}] if system else []) + [{'role': 'user', 'content': q}]
-        extra = {'index': i, 'csv': csv_path.name, **{k: v for k, v in r.items() if k not in ('question', 'answer', 'image', 'audio')}}
+        extra = {'index': i, 'csv': csv_path.name,
+                 **{k: v for k, v in r.items() if k not in ('question', 'answer', 'image', 'audio')}}
         row = rl_row(data_source, prompt, r['answer'], ability, extra,
                      images=[{'image': str(p)} for p in paths['image']], audios=[str(p) for p in paths['audio']])
         example_from_rl_row(row, i + 2, str(csv_path))   # placeholders match the media, and every file decodes

@@ -26,7 +26,8 @@ def _problem(r:random.Random)->tuple[str, str]:
                           f"{n} has {a} + {b} = {a+b} {it}.\n#### {a+b}")
     if kind == 1:
         a = a + b
-        return (f"{n} has {a} {it} and gives away {b}. How many {it} are left?", f"{n} has {a} - {b} = {a-b} {it} left.\n#### {a-b}")
+        return (f"{n} has {a} {it} and gives away {b}. How many {it} are left?",
+                f"{n} has {a} - {b} = {a-b} {it} left.\n#### {a-b}")
     if kind == 2: return (f"{n} buys {a} bags with {b} {it} in each bag. How many {it} is that?",
                           f"That is {a} * {b} = {a*b} {it}.\n#### {a*b}")
     if kind == 3: return (f"{n} had {2*a} {it} and gave half of them to a friend. How many {it} does {n} have?",
@@ -35,7 +36,8 @@ def _problem(r:random.Random)->tuple[str, str]:
         c = r.randint(1, a + b - 1)
         return (f"{n} has {a} {it}, finds {b} more and then loses {c}. How many {it} does {n} have?",
                 f"{n} has {a} + {b} = {a+b}, then {a+b} - {c} = {a+b-c} {it}.\n#### {a+b-c}")
-    return (f"{n} reads {a} {it} a day for {b} days. How many {it} is that in total?", f"That is {a} * {b} = {a*b} {it}.\n#### {a*b}")
+    return (f"{n} reads {a} {it} a day for {b} days. How many {it} is that in total?",
+            f"That is {a} * {b} = {a*b} {it}.\n#### {a*b}")
 
 def make_gsm8k_rows(n:int, # number of problems
                     seed:int=0)->list[dict]:
@@ -60,10 +62,12 @@ def gsm8k_examples(rows:list[dict], # gsm8k-format rows
     out = []
     for i, r in enumerate(rows):
         q, a = r.get('question'), r.get('answer')
-        if not isinstance(q, str) or not q.strip(): raise DataError(f"{where}: row {i}: 'question' must be a non-empty string, got {q!r}")
+        if not isinstance(q, str) or not q.strip():
+            raise DataError(f"{where}: row {i}: 'question' must be a non-empty string, got {q!r}")
         m = re.search(r'#### (\-?[0-9\.\,]+)', a) if isinstance(a, str) else None
         if m is None: raise DataError(f"{where}: row {i}: 'answer' must end with '#### <number>', got {str(a)[-60:]!r}")
-        out.append(Example([{'role': 'user', 'content': f'{q} {GSM8K_INSTRUCTION}'}], m.group(1).replace(',', ''), GSM8K_SOURCE, i))
+        out.append(Example([{'role': 'user', 'content': f'{q} {GSM8K_INSTRUCTION}'}], m.group(1).replace(',', ''),
+                           GSM8K_SOURCE, i))
     return out
 
 # %% ../../nbs/02c_task_gsm8k.ipynb #1c43dfb1
@@ -75,14 +79,17 @@ _SUFFIXES = ('.parquet', '.jsonl', '.json')
 def split_of(path:str|Path)->str:
     "The split a GSM8K file belongs to, from its name: `train…` or `test…`."
     m = _SPLIT_NAME.match(Path(path).stem)
-    if m is None: raise DataError(f"{path}: cannot tell the split from the file name; expected a name starting with 'train' or 'test'")
+    if m is None:
+        raise DataError(f"{path}: cannot tell the split from the file name; expected a name starting with 'train' or "
+                        f"'test'")
     return m[1]
 
 def _split_files(folder:Path)->dict[str, list[Path]]:
     "The `train*`/`test*` files directly in `folder`, by split, in name order."
     out = {}
     for f in sorted(folder.iterdir()):
-        if f.is_file() and f.suffix in _SUFFIXES and _SPLIT_NAME.match(f.stem): out.setdefault(split_of(f), []).append(f)
+        if f.is_file() and f.suffix in _SUFFIXES and _SPLIT_NAME.match(f.stem):
+            out.setdefault(split_of(f), []).append(f)
     return out
 
 def gsm8k_inputs(input:str|Path,
@@ -112,7 +119,8 @@ def gsm8k_row(rec, index:int, # the row's place in its source split
     if not isinstance(a, str): raise Dropped('answer_not_text')
     try: e, = gsm8k_examples([rec])
     except DataError: raise Dropped('no_final_answer') from None   # the only check of gsm8k_examples left to fail
-    return rl_row(e.data_source, e.messages, e.ground_truth, 'math', {'split': split, 'index': index, 'answer': a, 'question': q})
+    return rl_row(e.data_source, e.messages, e.ground_truth, 'math',
+                  {'split': split, 'index': index, 'answer': a, 'question': q})
 
 def convert_gsm8k(input:str|Path, # a GSM8K-format file, or a folder of train*/test* files (or of main/, socratic/)
                   output_dir:str|Path,
@@ -121,7 +129,8 @@ def convert_gsm8k(input:str|Path, # a GSM8K-format file, or a folder of train*/t
     "Convert GSM8K-format data to `train.parquet` / `test.parquet` in `output_dir`; print and return stats per split."
     splits = {split: [(f, read_rows(f, 'GSM8K file')) for f in paths]
               for split, paths in gsm8k_inputs(input, subset).items()}
-    return convert_splits(splits, lambda split: lambda r, i: gsm8k_row(r, i, split), GSM8K_DROP_REASONS, 'GSM8K file', output_dir)
+    return convert_splits(splits, lambda split: lambda r, i: gsm8k_row(r, i, split), GSM8K_DROP_REASONS, 'GSM8K file',
+                          output_dir)
 
 # %% ../../nbs/02c_task_gsm8k.ipynb #4590a8f1
 def main(argv:list[str]|None=None)->dict:
@@ -134,7 +143,8 @@ def main(argv:list[str]|None=None)->dict:
 # %% ../../nbs/02c_task_gsm8k.ipynb #8d6011b4
 # verl/utils/reward_score/gsm8k.py: extract_solution(method='strict') clips the response to its last
 # _SOLUTION_CLIP_CHARS = 300 characters, takes the last re.findall match of this pattern, removes ',' (and '$', which
-# the pattern cannot capture); compute_score returns score (1) on string equality, format_score otherwise, 0 without a match.
+# the pattern cannot capture); compute_score returns score (1) on string equality, format_score otherwise, 0 without a
+# match.
 _GSM8K_ANSWER = re.compile(r'#### (\-?[0-9\.\,]+)')
 _GSM8K_CLIP_CHARS = 300
 

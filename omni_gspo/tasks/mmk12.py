@@ -28,7 +28,8 @@ MMK12_SPLITS = ('train', 'test')
 MMK12_COLUMNS = ('id', 'question', 'answer', 'subject', 'image')
 MMK12_DROP_REASONS = ('empty_question', 'empty_answer', 'empty_image', 'invalid_image')
 INSTRUCTION = ("Solve the problem using the image. First reason through it step by step inside <think> </think> tags. "
-               "Then give the final answer inside <answer> </answer> tags, with the answer itself wrapped in \\boxed{}, "
+               "Then give the final answer inside <answer> </answer> tags, with the answer itself wrapped in "
+               "\\boxed{}, "
                "for example: <think>Since $1+1=2$, the answer is $2$.</think><answer>$\\boxed{2}$</answer>. "
                "Your response must start with <think> and end with </answer>.")
 OPTION_LINE = re.compile(r'^\s*([A-E])[.)、]\s*(.+?)\s*$')
@@ -44,7 +45,8 @@ def answer_type(answer:str)->str:
     return 'numeric' if a.replace('-', '', 1).replace('.', '', 1).isdigit() else 'other'
 
 # %% ../../nbs/02d_task_mmk12.ipynb #af5ef7cd
-MMK12_SCHEMA = pa.schema([('id', pa.string()), ('question', pa.string()), ('answer', pa.string()), ('subject', pa.string()),
+MMK12_SCHEMA = pa.schema([('id', pa.string()), ('question', pa.string()), ('answer', pa.string()),
+                          ('subject', pa.string()),
                           ('image', pa.struct([('bytes', pa.binary()), ('path', pa.string())]))])
 
 def _mmk12_problem(r:random.Random)->tuple[str, str, Image.Image]:
@@ -56,7 +58,8 @@ def _mmk12_problem(r:random.Random)->tuple[str, str, Image.Image]:
                 str(a + b if op == '+' else a - b if op == '-' else a * b), text_image(f'{a} {op} {b} = ?'))
     shapes = random_shapes(r, r.randint(3, 12))
     colours = [c for c, _ in shapes]; colour = r.choice(colours)
-    if kind == 1: return f'How many {colour} shapes are in the image?', str(colours.count(colour)), shapes_image(shapes, r)
+    if kind == 1:
+        return f'How many {colour} shapes are in the image?', str(colours.count(colour)), shapes_image(shapes, r)
     if kind == 2:
         values, right = choices(len(shapes), 5, r)
         return ('How many shapes are in the image in total?' + ''.join(f'\n{L}. {v}' for L, v in zip('ABCDE', values)),
@@ -113,7 +116,8 @@ def mmk12_row(rec:dict, index:int, split:str, verify_images:bool=True)->dict:
     if verify_images:
         try: Image.open(io.BytesIO(data)).verify()
         except Exception: raise Dropped('invalid_image') from None
-    extra = {'split': split, 'index': index, 'id': as_text(rec['id']), 'dataset': 'MMK12', 'subject': as_text(rec['subject']),
+    extra = {'split': split, 'index': index, 'id': as_text(rec['id']), 'dataset': 'MMK12',
+             'subject': as_text(rec['subject']),
              'raw_question': q, 'raw_answer': a, 'options': json.dumps(parse_options(q), ensure_ascii=False)}
     return rl_row(MMK12_SOURCE, [{'role': 'user', 'content': f'<image>\n{INSTRUCTION}\n\n{q}'}], a, 'math_vl', extra,
                   images=[{'bytes': data}])
@@ -125,7 +129,8 @@ def convert_mmk12(input_dir:str|Path, # folder of train-*.parquet and test-*.par
                  )->dict:
     "Convert MMK12 shards to `train.parquet` and `test.parquet` in `output_dir`; print and return stats per split."
     shards = {split: read_mmk12_split(input_dir, split) for split in MMK12_SPLITS}
-    def answer_types(rows): return {'answer_types': {t: sum(answer_type(r['reward_model']['ground_truth']) == t for r in rows)
+    def answer_types(rows):
+        return {'answer_types': {t: sum(answer_type(r['reward_model']['ground_truth']) == t for r in rows)
                                                      for t in ('option', 'numeric', 'other')}}
     return convert_splits(shards, lambda split: lambda r, i: mmk12_row(r, i, split, verify_images), MMK12_DROP_REASONS,
                           'MMK12 shard', output_dir, answer_types)
@@ -134,7 +139,8 @@ def convert_mmk12(input_dir:str|Path, # folder of train-*.parquet and test-*.par
 def main(argv:list[str]|None=None)->dict:
     "Command line: convert MMK12 shards to RL parquet files; returns the stats."
     p = converter_parser('mmk12', 'Convert MMK12 parquet shards to verl RL parquet files.')
-    p.add_argument('--no-verify-images', action='store_true', help="keep images without checking that Pillow can read them")
+    p.add_argument('--no-verify-images', action='store_true',
+                   help="keep images without checking that Pillow can read them")
     return run_converter(p, lambda a: convert_mmk12(a.input, a.output, verify_images=not a.no_verify_images), argv)
 
 # %% ../../nbs/02d_task_mmk12.ipynb #8796db3f
