@@ -41,7 +41,8 @@ class Prompt:
 def write_rows(rows:list[dict], path:str|Path)->Path:
     "Write `rows` to `path` (`.parquet` or `.jsonl`), atomically."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix not in ('.parquet', '.jsonl'): raise DataError(f"{path}: unsupported suffix {path.suffix!r}; use .parquet or .jsonl")
+    if path.suffix not in ('.parquet', '.jsonl'):
+        raise DataError(f"{path}: unsupported suffix {path.suffix!r}; use .parquet or .jsonl")
     with atomic_path(path) as tmp:
         if path.suffix == '.parquet': pd.DataFrame(rows).to_parquet(tmp, index=False)
         else: tmp.write_text(''.join(json.dumps(r, ensure_ascii=False) + '\n' for r in rows))
@@ -59,7 +60,8 @@ def read_rows(path:str|Path, # a .parquet, .jsonl or .json (list of objects) fil
             return [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
         if path.suffix == '.json':
             rows = json.loads(path.read_text())
-            if not isinstance(rows, list): raise DataError(f"{what} {str(path)!r}: expected a JSON list of objects, got {type(rows).__name__}")
+            if not isinstance(rows, list):
+                raise DataError(f"{what} {str(path)!r}: expected a JSON list of objects, got {type(rows).__name__}")
             return rows
     except (ValueError, OSError) as e:
         if isinstance(e, DataError): raise
@@ -75,13 +77,15 @@ def rl_row(data_source:str, prompt:list[dict], ground_truth:str, ability:str, ex
           )->dict:
     "One verl RL row."
     return {'data_source': data_source, 'prompt': prompt, 'images': list(images or []), 'audios': list(audios or []),
-            'ability': ability, 'reward_model': {'style': 'rule', 'ground_truth': ground_truth}, 'extra_info': extra_info}
+            'ability': ability, 'reward_model': {'style': 'rule', 'ground_truth': ground_truth},
+            'extra_info': extra_info}
 
 def write_rl_parquet(rows:list[dict], path:str|Path)->Path:
     "Write RL rows to a parquet file, atomically, without dictionary encoding."
     if not rows: raise DataError(f"{path}: no rows to write")
     for i, r in enumerate(rows):
-        if tuple(r) != RL_COLUMNS: raise DataError(f"{path}: row {i} has columns {list(r)}; expected {list(RL_COLUMNS)}")
+        if tuple(r) != RL_COLUMNS:
+            raise DataError(f"{path}: row {i} has columns {list(r)}; expected {list(RL_COLUMNS)}")
     with atomic_path(path) as tmp: pq.write_table(pa.Table.from_pylist(rows), tmp, use_dictionary=False)
     return Path(path)
 
@@ -102,7 +106,8 @@ def encode_prompt(encoder, # the model's processor, or its tokenizer for a text-
     "Expanded prompt ids (assistant turn opened) and the multimodal features of `example`."
     media = {k: v for k, v in (('images', example.images), ('audio', example.audios)) if v}
     if media and not hasattr(encoder, 'tokenizer'):
-        raise DataError(f"example {example.index} ({example.data_source}) has images or audio; encoding it needs the model's processor, got a {type(encoder).__name__}")
+        raise DataError(f"example {example.index} ({example.data_source}) has images or audio; encoding it needs the "
+                        f"model's processor, got a {type(encoder).__name__}")
     text = encoder.apply_chat_template(example.messages, tokenize=False, add_generation_prompt=True)
     out = encoder(text=[text], return_tensors='pt', **media)
     return out['input_ids'][0].tolist(), {k: out[k] for k in MM_KEYS if k in out}
@@ -116,7 +121,9 @@ def encode_prompts(examples:list[Example], encoder, # see `encode_prompt`
 # %% ../nbs/02_data.ipynb #2fe4b1c9
 def steps_per_epoch(n_rows:int, batch_size:int)->int:
     "Full batches in one pass over `n_rows` prompts."
-    if n_rows < batch_size: raise DataError(f"only {n_rows} usable prompts for a batch of {batch_size}; lower data.train_batch_size or add data")
+    if n_rows < batch_size:
+        raise DataError(f"only {n_rows} usable prompts for a batch of {batch_size}; lower data.train_batch_size or add "
+                        f"data")
     return n_rows // batch_size
 
 def batch_indices(n_rows:int, batch_size:int, step:int, # 1-based training step

@@ -55,10 +55,13 @@ def _port_here()->tuple[str, int]:
     return ray.util.get_node_ip_address(), port
 
 def _join_ray(world:int)->bool:
-    "Connect to the running Ray cluster (`RAY_ADDRESS`, or one started with `ray start`), else start a local one; True if started here."
+    ("Connect to the running Ray cluster (`RAY_ADDRESS`, or one started with `ray start`), else start a local one; "
+     "True if started here.")
     try: import ray
     # the driver's packages and, below, the Ray cluster: facts of the machine that runs, not of the config
-    except ImportError: raise ConfigError(f"{world} ranks (hardware.nnodes × hardware.gpus_per_node) are placed with Ray, which is not installed: pip install 'omni_gspo[ray]'") from None
+    except ImportError:
+        raise ConfigError(f"{world} ranks (hardware.nnodes × hardware.gpus_per_node) are placed with Ray, which is not "
+                          f"installed: pip install 'omni_gspo[ray]'") from None
     if ray.is_initialized(): return False
     kw = dict(include_dashboard=False, log_to_driver=True, configure_logging=False)
     try: ray.init(address=os.environ.get('RAY_ADDRESS', 'auto'), **kw); return False

@@ -24,7 +24,8 @@ def cache_dir()->Path:
 def build_once(name:str, # folder name under `cache_dir()`
                build, # `build(tmp_dir)` fills a fresh folder
               )->Path:
-    "Return `cache_dir()/name`, building it with `build` first if it does not exist yet (the caller's random streams kept)."
+    ("Return `cache_dir()/name`, building it with `build` first if it does not exist yet (the caller's random streams "
+     "kept).")
     dest = cache_dir()/name
     if dest.exists(): return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -92,13 +93,15 @@ def _fetch_tiktoken(d:Path):
     with zipfile.ZipFile(whl) as z: (d/'qwen.tiktoken').write_bytes(z.read('dashscope/resources/qwen.tiktoken'))
     whl.unlink()
     got = _sha256(d/'qwen.tiktoken')
-    if got != QWEN_TIKTOKEN_SHA256: raise RuntimeError(f"{whl.name}: qwen.tiktoken has sha256 {got}, expected {QWEN_TIKTOKEN_SHA256}")
+    if got != QWEN_TIKTOKEN_SHA256:
+        raise RuntimeError(f"{whl.name}: qwen.tiktoken has sha256 {got}, expected {QWEN_TIKTOKEN_SHA256}")
 
 def qwen_tiktoken_file()->Path:
     "Path of the cached `qwen.tiktoken` (151,643 Qwen BPE ranks), fetched from PyPI on first use."
     try: return build_once('qwen-tiktoken', _fetch_tiktoken)/'qwen.tiktoken'
     except subprocess.CalledProcessError as e:
-        raise RuntimeError(f"could not download {DASHSCOPE_WHEEL} from the package index (needed once to build the Qwen tokenizer): {e.stderr.strip()[-300:]}") from None
+        raise RuntimeError(f"could not download {DASHSCOPE_WHEEL} from the package index (needed once to build the "
+                           f"Qwen tokenizer): {e.stderr.strip()[-300:]}") from None
 
 def _build_qwen_tokenizer(d:Path):
     from transformers.convert_slow_tokenizer import TikTokenConverter
@@ -107,7 +110,8 @@ def _build_qwen_tokenizer(d:Path):
     for i, (tok, special) in enumerate(QWEN_ADDED_TOKENS):
         at = AddedToken(tok, special=special, normalized=False)
         tk.add_special_tokens([at]) if special else tk.add_tokens([at])
-        if tk.token_to_id(tok) != QWEN_FIRST_ADDED_ID + i: raise RuntimeError(f"{tok} got id {tk.token_to_id(tok)}, expected {QWEN_FIRST_ADDED_ID + i}")
+        if tk.token_to_id(tok) != QWEN_FIRST_ADDED_ID + i:
+            raise RuntimeError(f"{tok} got id {tk.token_to_id(tok)}, expected {QWEN_FIRST_ADDED_ID + i}")
     _wrap(tk).save_pretrained(d)
 
 def qwen_tokenizer()->PreTrainedTokenizerFast:
@@ -136,11 +140,13 @@ class _NoVideo:
     "Stands in for the video processor: carries the merge size the text expansion reads, refuses video input."
     model_input_names = []
     def __init__(self, merge_size): self.merge_size = merge_size
-    def __call__(self, *a, **k): raise NotImplementedError("video input needs transformers' video processor, which needs torchvision")
+    def __call__(self, *a, **k):
+        raise NotImplementedError("video input needs transformers' video processor, which needs torchvision")
 
 class OmniProcessor(Qwen3OmniMoeProcessor):
     "Qwen3-Omni processor for images and audio (no video processor, so no torchvision needed)."
-    def __init__(self, image_processor=None, video_processor=None, feature_extractor=None, tokenizer=None, chat_template=None):
+    def __init__(self, image_processor=None, video_processor=None, feature_extractor=None, tokenizer=None,
+                 chat_template=None):
         super().__init__(image_processor, None, feature_extractor, tokenizer, chat_template=chat_template)
         self.video_processor = video_processor or _NoVideo(image_processor.merge_size)
 

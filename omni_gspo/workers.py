@@ -58,7 +58,8 @@ class ActorWorker:
                 ):
         self.device, self.tok, self.adapter, m = torch_device(cfg.hardware.device), tok, adapter, cfg.model
         fp32_gemm_sums(self.device)   # the rollout's decode-sized products sum as the actor's do (00a_platform)
-        policy = load_model(model_path, m.dtype, self.device, m.attn_implementation, m.fp32_logits, m.fp32_residual, adapter)
+        policy = load_model(model_path, m.dtype, self.device, m.attn_implementation, m.fp32_logits, m.fp32_residual,
+                            adapter)
         self.model = configure_trainable(policy, m)
         self.own_group = shard_actor(self.model, cfg, adapter)
         teacher = load_teacher(cfg.algorithm.opd_teacher, m, self.device, log)
