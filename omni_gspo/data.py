@@ -122,8 +122,8 @@ def encode_prompts(examples:list[Example], encoder, # see `encode_prompt`
 def steps_per_epoch(n_rows:int, batch_size:int)->int:
     "Full batches in one pass over `n_rows` prompts."
     if n_rows < batch_size:
-        raise DataError(f"only {n_rows} usable prompts for a batch of {batch_size}; lower data.train_batch_size or add "
-                        f"data")
+        raise DataError(f"only {n_rows} usable prompts for a batch of {batch_size}; "
+                        "lower data.train_batch_size or add data")
     return n_rows // batch_size
 
 def batch_indices(n_rows:int, batch_size:int, step:int, # 1-based training step

@@ -79,8 +79,8 @@ def preset_config(recipe:str|None=None, # recipe name (`recipes()`); None: `DEFA
     draft = build_config(recipe, p.overrides | user, check=False)
     ov = p.overrides | {k: get_key(draft, src) for k, src in p.same_as.items() if k not in user}
     if missing := [k for k in p.same_as if (user | ov)[k] in ('', None)]:
-        raise ConfigError(f"preset {preset!r}: {missing[0]} is empty; set it (or {p.same_as[missing[0]]}) to a "
-                          f"checkpoint")
+        raise ConfigError(f"preset {preset!r}: {missing[0]} is empty; "
+                          f"set it (or {p.same_as[missing[0]]}) to a checkpoint")
     inert = inert_keys(build_config(recipe, ov | user, check=False), set(ov) - set(user))
     return build_config(recipe, {k: v for k, v in ov.items() if k not in inert} | user)
 

@@ -22,8 +22,8 @@ def token_ids(tok)->dict:
     names = dict(image_token_id='<|image_pad|>', video_token_id='<|video_pad|>', audio_token_id='<|audio_pad|>',
                  vision_start_token_id='<|vision_start|>', vision_end_token_id='<|vision_end|>',
                  audio_start_token_id='<|audio_start|>', audio_end_token_id='<|audio_end|>')
-    return {k: tok.convert_tokens_to_ids(v) for k,
-            v in names.items()} | {'user_token_id': tok.convert_tokens_to_ids('user') or 0}
+    return ({k: tok.convert_tokens_to_ids(v) for k, v in names.items()}
+            | {'user_token_id': tok.convert_tokens_to_ids('user') or 0})
 
 def tiny_thinker_config(tok, # tokenizer whose ids the model uses
                         hidden:int=64, layers:int=2, experts:int=4)->Qwen3OmniMoeThinkerConfig:
@@ -61,8 +61,9 @@ def warm_start(model, tok, pairs:list[tuple[list[dict], str]], # (chat messages,
         L = max(map(len, seqs))
         ids = torch.tensor([s + [tok.pad_token_id] * (L - len(s)) for s in seqs])
         lab = torch.tensor([l + [-100] * (L - len(l)) for l in labels])
-        loss = model(input_ids=ids, attention_mask=(torch.arange(L)[None] < torch.tensor([len(s) for s in seqs])[:,
-                                                                                                                 None]).long(), labels=lab).loss
+        loss = model(input_ids=ids,
+                     attention_mask=(torch.arange(L)[None] < torch.tensor([len(s) for s in seqs])[:, None]).long(),
+                     labels=lab).loss
         loss.backward(); opt.step(); opt.zero_grad()
     model.eval()
     return loss.item()

@@ -82,7 +82,8 @@ def _wrap(tk:Tokenizer)->PreTrainedTokenizerFast:
 # %% ../nbs/01_tokenizer.ipynb #fb1aa9e2
 DASHSCOPE_WHEEL = 'dashscope==2.0.2'
 QWEN_TIKTOKEN_SHA256 = 'b2b1b8dfb5cc5f024bafc373121c6aba3f66f9a5a0269e243470a1de16a33186'
-QWEN_PRETOKENIZE = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+QWEN_PRETOKENIZE = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|"""
+                    r"""[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""")
 
 def _sha256(p): return hashlib.sha256(Path(p).read_bytes()).hexdigest()
 
