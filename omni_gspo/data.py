@@ -38,7 +38,9 @@ class Prompt:
     mm: dict = field(default_factory=dict)   # pixel_values, image_grid_thw, input_features, feature_attention_mask
 
 # %% ../nbs/02_data.ipynb #bf99bd41
-def write_rows(rows:list[dict], path:str|Path)->Path:
+def write_rows(rows:list[dict], # records, one dict per row
+               path:str|Path, # output file; its suffix (`.parquet` or `.jsonl`) picks the format
+              )->Path:
     "Write `rows` to `path` (`.parquet` or `.jsonl`), atomically."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix not in ('.parquet', '.jsonl'):
@@ -71,7 +73,11 @@ def read_rows(path:str|Path, # a .parquet, .jsonl or .json (list of objects) fil
 # %% ../nbs/02_data.ipynb #631cf234
 RL_COLUMNS = ('data_source', 'prompt', 'images', 'audios', 'ability', 'reward_model', 'extra_info')
 
-def rl_row(data_source:str, prompt:list[dict], ground_truth:str, ability:str, extra_info:dict,
+def rl_row(data_source:str, # selects the reward function, e.g. 'openai/gsm8k'
+           prompt:list[dict], # chat messages `{'role', 'content'}`
+           ground_truth:str, # the reference answer the reward compares with
+           ability:str, # verl's `ability` column, e.g. 'math'
+           extra_info:dict, # anything else kept with the row (split, index, ...)
            images:list|None=None, # one item per `<image>` placeholder
            audios:list|None=None, # one item per `<audio>` placeholder
           )->dict:
@@ -80,7 +86,9 @@ def rl_row(data_source:str, prompt:list[dict], ground_truth:str, ability:str, ex
             'ability': ability, 'reward_model': {'style': 'rule', 'ground_truth': ground_truth},
             'extra_info': extra_info}
 
-def write_rl_parquet(rows:list[dict], path:str|Path)->Path:
+def write_rl_parquet(rows:list[dict], # verl RL rows, e.g. from `rl_row`
+                     path:str|Path, # the parquet file to write
+                    )->Path:
     "Write RL rows to a parquet file, atomically, without dictionary encoding."
     if not rows: raise DataError(f"{path}: no rows to write")
     for i, r in enumerate(rows):
@@ -102,7 +110,8 @@ def read_rl_rows(path:str|Path)->list[dict]:
 MM_KEYS = ('pixel_values', 'image_grid_thw', 'input_features', 'feature_attention_mask')
 
 def encode_prompt(encoder, # the model's processor, or its tokenizer for a text-only example
-                  example:Example)->tuple[list[int], dict]:
+                  example:Example, # the prompt messages and their media
+                 )->tuple[list[int], dict]:
     "Expanded prompt ids (assistant turn opened) and the multimodal features of `example`."
     media = {k: v for k, v in (('images', example.images), ('audio', example.audios)) if v}
     if media and not hasattr(encoder, 'tokenizer'):
@@ -113,21 +122,28 @@ def encode_prompt(encoder, # the model's processor, or its tokenizer for a text-
     return out['input_ids'][0].tolist(), {k: out[k] for k in MM_KEYS if k in out}
 
 def encode_prompts(examples:list[Example], encoder, # see `encode_prompt`
-                   max_prompt_length:int)->tuple[list[Prompt], int]:
+                   max_prompt_length:int, # most expanded prompt tokens kept (data.max_prompt_length)
+                  )->tuple[list[Prompt], int]:
     "Encode `examples`; keep those whose expanded prompt fits `max_prompt_length` and count the others."
     kept = [p for p in (Prompt(e, *encode_prompt(encoder, e)) for e in examples) if len(p.ids) <= max_prompt_length]
     return kept, len(examples) - len(kept)
 
 # %% ../nbs/02_data.ipynb #2fe4b1c9
-def steps_per_epoch(n_rows:int, batch_size:int)->int:
+def steps_per_epoch(n_rows:int, # usable prompts in the training split
+                    batch_size:int, # prompts per step (data.train_batch_size)
+                   )->int:
     "Full batches in one pass over `n_rows` prompts."
     if n_rows < batch_size:
         raise DataError(f"only {n_rows} usable prompts for a batch of {batch_size}; "
                         "lower data.train_batch_size or add data")
     return n_rows // batch_size
 
-def batch_indices(n_rows:int, batch_size:int, step:int, # 1-based training step
-                  seed:int, shuffle:bool=True)->list[int]:
+def batch_indices(n_rows:int, # usable prompts in the training split
+                  batch_size:int, # prompts per step
+                  step:int, # 1-based training step
+                  seed:int, # shuffle seed; each epoch reshuffles with it
+                  shuffle:bool=True, # False: rows in file order every epoch
+                 )->list[int]:
     "Row indices of the batch for `step`."
     spe = steps_per_epoch(n_rows, batch_size)
     epoch, k = divmod(step - 1, spe)

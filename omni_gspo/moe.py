@@ -16,7 +16,8 @@ __all__ = ['EXPERTS_IMPLEMENTATION', 'expert_order', 'gather_sum', 'experts_fwd'
 
 # %% ../nbs/00b_moe.ipynb #3da180c8
 def expert_order(top_k_index:torch.Tensor, # (T, k) expert of each token's j-th choice
-                 num_experts:int)->tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                 num_experts:int, # E, the expert count (offsets has one entry per expert)
+                )->tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     ("The pairs `s = t*k + j` sorted by expert (stable), its inverse permutation, and each expert's end offset (int32, "
      "as grouped_mm takes it).")
     flat = top_k_index.reshape(-1)
@@ -59,7 +60,12 @@ def gather_sum(rows:torch.Tensor, # (T*k, H) in expert order
 
 
 # %% ../nbs/00b_moe.ipynb #d6fe6984
-def experts_fwd(x, top_k_index, top_k_weights, gate_up, down):
+def experts_fwd(x, # (T, H) the block's input hidden states
+                top_k_index, # (T, k) expert of each token's j-th choice
+                top_k_weights, # (T, k) routing weight of each choice
+                gate_up, # (E, 2I, H) frozen gate and up projections of the experts
+                down, # (E, H, I) frozen down projections of the experts
+               ):
     ("Output (T, H) of the fused SwiGLU experts, and what `experts_bwd` needs: h, order, inverse, offsets, sorted "
      "routing weights.")
     T, k = top_k_index.shape
@@ -84,7 +90,16 @@ def swiglu_grads(u, # (S, I) W_d^T g for each pair
 
 _swiglu_grads_fused = torch.compile(swiglu_grads, dynamic=True)  # on CUDA: one fused kernel instead of about ten passes
 
-def experts_bwd(grad_out, h, order, inverse, offs, w, gate_up, down, k:int):
+def experts_bwd(grad_out, # (T, H) gradient of the block's output
+                h, # (S, 2I) gate and up halves saved by `experts_fwd`, S = T*k pairs in expert order
+                order, # (S,) pairs sorted by expert, from `expert_order`
+                inverse, # (S,) the inverse permutation of `order`
+                offs, # (E,) int32 end offset of each expert's pairs
+                w, # (S,) routing weights in expert order
+                gate_up, # (E, 2I, H) frozen gate and up projections
+                down, # (E, H, I) frozen down projections
+                k:int, # experts chosen per token
+               ):
     "Gradients of the block's input (T, H) and routing weights (T, k), the expert weights frozen."
     u = _grouped_mm(grad_out[order // k], down, offs)                     # (S, I): W_d^T g for each pair
     grad_w, dh = (_swiglu_grads_fused if u.is_cuda else swiglu_grads)(u, h, w)

@@ -5,7 +5,7 @@
 # %% ../nbs/00c_presets.ipynb #2444923a
 from __future__ import annotations
 from dataclasses import dataclass, field
-from .config import DEFAULT_RECIPE, ConfigError, build_config, get_key, inert_keys, parse_overrides
+from .config import DEFAULT_RECIPE, Config, ConfigError, build_config, get_key, inert_keys, parse_overrides
 
 # %% auto #0
 __all__ = ['UPSTREAM', 'PRESETS', 'CHECKPOINT', 'Preset', 'preset_names', 'get_preset', 'preset_config', 'missing_features',
@@ -62,7 +62,9 @@ def preset_names(recipe:str|None=None)->str:
     names = dict.fromkeys(p for p, _ in PRESETS)
     return '; '.join(f"{n} ({', '.join(r for p, r in PRESETS if p == n)})" for n in names)
 
-def get_preset(preset:str, recipe:str)->Preset:
+def get_preset(preset:str, # preset name, a key of `PRESETS` with `recipe`
+               recipe:str, # recipe name the preset is for
+              )->Preset:
     "The preset for `(preset, recipe)`, or a `ConfigError` listing the ones there are."
     if (preset, recipe) in PRESETS: return PRESETS[preset, recipe]
     raise ConfigError(f"no preset {preset!r} for recipe {recipe!r}; presets for {recipe!r}: {preset_names(recipe)}; "
@@ -85,7 +87,7 @@ def preset_config(recipe:str|None=None, # recipe name (`recipes()`); None: `DEFA
     return build_config(recipe, {k: v for k, v in ov.items() if k not in inert} | user)
 
 # %% ../nbs/00c_presets.ipynb #7fe88c6d
-def missing_features(cfg)->list[str]:
+def missing_features(cfg:Config)->list[str]:
     "What `cfg` asks for that this project cannot run yet: `train` refuses it with these messages."
     r, out = cfg.rollout, []
     if r.tensor_parallel_size != 1:

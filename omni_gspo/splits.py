@@ -21,7 +21,9 @@ def generated_paths()->str:
 
 def generated_rl_file(task:str, # a registered task's name
                       val:bool, # the held-out split instead of the training split
-                      n:int, seed:int)->Path:
+                      n:int, # rows per split
+                      seed:int, # seed of the generator
+                     )->Path:
     "RL parquet of a generated `task` source with `n` rows per split, converted once into the cache."
     t = tasks()[task]
     # a folder of its own for the source, so the absolute media paths of the RL rows stay valid after the build
@@ -36,7 +38,9 @@ def generated_task(path:str # data.train_file / data.val_file
 def load_split(path:str, # data.train_file / data.val_file
                what:str, # 'train file' or 'val file'
                generated:int, # rows to generate for '' and 'generated:*'
-               seed:int, skip_bad:bool=False)->tuple[list[Example], dict[str, int]]:
+               seed:int, # seed of the generated rows
+               skip_bad:bool=False, # drop and count rows with unloadable media instead of raising
+              )->tuple[list[Example], dict[str, int]]:
     "Examples for one split, and rows dropped per reason."
     if (task := generated_task(path)) is not None:
         if task not in tasks():

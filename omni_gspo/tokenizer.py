@@ -146,12 +146,18 @@ class _NoVideo:
 
 class OmniProcessor(Qwen3OmniMoeProcessor):
     "Qwen3-Omni processor for images and audio (no video processor, so no torchvision needed)."
-    def __init__(self, image_processor=None, video_processor=None, feature_extractor=None, tokenizer=None,
-                 chat_template=None):
+    def __init__(self, image_processor=None, # Qwen2-VL image processor; its `merge_size` sizes the `_NoVideo` stand-in
+                 video_processor=None, # a real video processor; None: `_NoVideo`, which refuses video
+                 feature_extractor=None, # Whisper feature extractor for audio
+                 tokenizer=None, # the text tokenizer
+                 chat_template=None, # Jinja chat template string; None: the tokenizer's
+                ):
         super().__init__(image_processor, None, feature_extractor, tokenizer, chat_template=chat_template)
         self.video_processor = video_processor or _NoVideo(image_processor.merge_size)
 
-    def check_argument_for_proper_class(self, name, arg):
+    def check_argument_for_proper_class(self, name, # the processor attribute checked, e.g. 'video_processor'
+                                        arg, # the value given for it; None allowed for the video processor
+                                       ):
         if arg is None and name == 'video_processor': return None
         return super().check_argument_for_proper_class(name, arg)
 

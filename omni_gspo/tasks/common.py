@@ -62,11 +62,15 @@ def file_problem(path)->str|None:
 # %% ../../nbs/02b_tasks.ipynb #049405a7
 class NoRowKept(DataError):
     "A file of a split that keeps no row; `dropped`: its drop counts."
-    def __init__(self, msg:str, dropped:dict): super().__init__(msg); self.dropped = dropped
+    def __init__(self, msg:str, # the error message, naming the file
+                 dropped:dict, # rows dropped per reason in that file
+                ): super().__init__(msg); self.dropped = dropped
 
 class EmptySplitError(DataError):
     "Some splits kept no row; the others were written. `stats`: every split's, an empty one with its `error`."
-    def __init__(self, msg:str, stats:dict): super().__init__(msg); self.stats = stats
+    def __init__(self, msg:str, # the error message, naming the empty splits
+                 stats:dict, # stats per split, an empty one with its `error`
+                ): super().__init__(msg); self.stats = stats
 
 def convert_split(files:list[tuple[Path, list]], # (file, its records) of one split, in order
                   make_row, # `make_row(record, index)` -> RL row, or raises `Dropped`; `index`: place in the split
@@ -100,7 +104,7 @@ def convert_splits(splits:dict[str, list[tuple[Path, list]]], # split name -> it
                    make_row, # `make_row(split)` -> that split's `make_row(record, index)`
                    reasons:tuple[str, ...], # every drop reason a `make_row` may raise
                    what:str, # how errors name a file, e.g. 'GSM8K file'
-                   output_dir:str|Path,
+                   output_dir:str|Path, # folder the `{split}.parquet` files go to
                    summary=None, # `summary(rows)` -> extra stats of a split's kept rows, e.g. its answer types
                   )->dict:
     ("Convert every split, write each that kept rows to `output_dir/{split}.parquet`; stats per split, or "
@@ -126,7 +130,8 @@ def print_stats(stats:dict[str, dict])->dict:
 
 # %% ../../nbs/02b_tasks.ipynb #3759af22
 def converter_parser(task:str, # the module under `omni_gspo.tasks`
-                     description:str)->argparse.ArgumentParser:
+                     description:str, # the command's `--help` text
+                    )->argparse.ArgumentParser:
     "The argument parser shared by the converter commands: `--input` and `--output`."
     p = argparse.ArgumentParser(prog=f'python -m omni_gspo.tasks.{task}', description=description)
     p.add_argument('--input', required=True, help='upstream dataset (file or folder)')
@@ -135,7 +140,8 @@ def converter_parser(task:str, # the module under `omni_gspo.tasks`
 
 def run_converter(p:argparse.ArgumentParser, # from `converter_parser`, plus any options of the task
                   convert, # `convert(args)` -> stats per split
-                  argv:list[str]|None=None)->dict:
+                  argv:list[str]|None=None, # command-line arguments; None: `sys.argv[1:]`
+                 )->dict:
     "Parse `argv`, convert, print the stats; a `DataError` ends the command with argparse's one-line error (exit 2)."
     a = p.parse_args(argv)
     try: return print_stats(convert(a))
@@ -149,7 +155,8 @@ SHAPES = ('circle', 'square', 'triangle')
 _CELL, _GRID = 80, (4, 3)   # 4 x 3 cells of 80 px: a 320 x 240 image holds at most 12 shapes
 
 def shapes_image(shapes:list[tuple[str, str]], # (colour, shape) pairs, at most 12
-                 r:random.Random)->Image.Image:
+                 r:random.Random, # picks the grid cells
+                )->Image.Image:
     "A white 320x240 image with the given shapes, one per randomly chosen grid cell."
     cols, nrows = _GRID
     if len(shapes) > cols * nrows: raise ValueError(f"{len(shapes)} shapes do not fit in {cols * nrows} cells")
@@ -170,11 +177,17 @@ def text_image(text:str)->Image.Image:
     ImageDraw.Draw(img).text((160, 48), text, fill='black', font=ImageFont.load_default(size=36), anchor='mm')
     return img
 
-def random_shapes(r:random.Random, n:int, colours:list[str]|None=None)->list[tuple[str, str]]:
+def random_shapes(r:random.Random, # the generator drawn from
+                  n:int, # number of shapes
+                  colours:list[str]|None=None, # names from `COLOURS` to draw from; None: all
+                 )->list[tuple[str, str]]:
     "`n` random (colour, shape) pairs, colours drawn from `colours` (default: all)."
     return [(r.choice(colours or list(COLOURS)), r.choice(SHAPES)) for _ in range(n)]
 
-def choices(answer:int, k:int, r:random.Random)->tuple[list[int], int]:
+def choices(answer:int, # the right answer, a non-negative count
+            k:int, # number of options
+            r:random.Random, # picks the window and the shuffle
+           )->tuple[list[int], int]:
     ("`k` distinct consecutive non-negative options around `answer`, shuffled so it sits at a random place; and that "
      "place.")
     lo = max(0, answer - r.randint(0, k - 1))
@@ -183,7 +196,9 @@ def choices(answer:int, k:int, r:random.Random)->tuple[list[int], int]:
     return values, right
 
 # %% ../../nbs/02b_tasks.ipynb #4235a209
-def count_blobs(png:bytes, colour:str|None=None)->int:
+def count_blobs(png:bytes, # PNG-encoded image
+                colour:str|None=None, # a name from `COLOURS`; None: any non-white colour
+               )->int:
     "Connected regions of `colour` (any non-white colour if None) in a PNG."
     a = np.asarray(Image.open(io.BytesIO(png)).convert('RGB'))[::4, ::4].astype(int)
     m = (a != 255).any(-1) if colour is None else (a == COLOURS[colour]).all(-1)
@@ -207,7 +222,8 @@ def speak(text:str)->np.ndarray:
         if p.returncode: raise RuntimeError(f"espeak-ng failed on {text!r}: {p.stderr.strip()}")
         return load_audio(f'{t}/s.wav', f'espeak-ng {text!r}')
 
-def beeps(k:int, freq:float=880.0,
+def beeps(k:int, # number of tones
+          freq:float=880.0, # tone frequency in Hz
           min_seconds:float=1.5, # trailing silence up to this length: a player shows a sub-second clip as 0:00 / 0:00
          )->np.ndarray:
     "`k` tones of 150 ms, 150 ms apart, with 100 ms of silence before and at least 100 ms after, at 16 kHz."
@@ -268,7 +284,9 @@ def csv_rl_rows(csv_path:str|Path, # columns `question`, `answer`, optional `ima
     return rows
 
 def csv_to_rl(csv_path:str|Path, output:str|Path, # the RL parquet file to write
-              data_source:str, **kwargs)->Path:
+              data_source:str, # selects the reward, as in `csv_rl_rows`
+              **kwargs, # the other options of `csv_rl_rows` (media_dir, system, ability)
+             )->Path:
     "Write `csv_rl_rows(csv_path, data_source, **kwargs)` as an RL parquet file at `output` (atomically)."
     return write_rl_parquet(csv_rl_rows(csv_path, data_source, **kwargs), output)
 

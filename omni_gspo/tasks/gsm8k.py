@@ -40,14 +40,17 @@ def _problem(r:random.Random)->tuple[str, str]:
             f"That is {a} * {b} = {a*b} {it}.\n#### {a*b}")
 
 def make_gsm8k_rows(n:int, # number of problems
-                    seed:int=0)->list[dict]:
+                    seed:int=0, # seed of the problem generator
+                   )->list[dict]:
     "`n` generated problems as gsm8k-format rows `{question, answer}`."
     r = random.Random(seed)
     return [dict(zip(('question', 'answer'), _problem(r))) for _ in range(n)]
 
 # %% ../../nbs/02c_task_gsm8k.ipynb #3c1b85dd
 def write_gsm8k_source(path:str|Path, # .parquet or .jsonl
-                       n:int, seed:int=0)->Path:
+                       n:int, # number of problems
+                       seed:int=0, # seed of the problem generator
+                      )->Path:
     "Write `n` generated GSM8K-format problems to `path`."
     return write_rows(make_gsm8k_rows(n, seed), path)
 
@@ -92,7 +95,7 @@ def _split_files(folder:Path)->dict[str, list[Path]]:
             out.setdefault(split_of(f), []).append(f)
     return out
 
-def gsm8k_inputs(input:str|Path,
+def gsm8k_inputs(input:str|Path, # a GSM8K-format file, or a folder of train*/test* files (or of main/, socratic/)
                  subset:str='main', # the subfolder read when the folder is a Hugging Face download (`GSM8K_SUBSETS`)
                 )->dict[str, list[Path]]:
     "Input files by split: one file, the `train*`/`test*` files of a folder, or those of its `subset/` subfolder."
@@ -110,8 +113,10 @@ def gsm8k_inputs(input:str|Path,
 # %% ../../nbs/02c_task_gsm8k.ipynb #6544f8be
 GSM8K_DROP_REASONS = ('invalid_record', 'empty_question', 'answer_not_text', 'no_final_answer')
 
-def gsm8k_row(rec, index:int, # the row's place in its source split
-              split:str)->dict:
+def gsm8k_row(rec, # one source record, expected `{question, answer}`
+              index:int, # the row's place in its source split
+              split:str, # 'train' or 'test', kept in `extra_info`
+             )->dict:
     "The RL row of a GSM8K-format row, or `Dropped` with the first failed check."
     if not isinstance(rec, dict): raise Dropped('invalid_record')
     q, a = rec.get('question'), rec.get('answer')
@@ -123,7 +128,7 @@ def gsm8k_row(rec, index:int, # the row's place in its source split
                   {'split': split, 'index': index, 'answer': a, 'question': q})
 
 def convert_gsm8k(input:str|Path, # a GSM8K-format file, or a folder of train*/test* files (or of main/, socratic/)
-                  output_dir:str|Path,
+                  output_dir:str|Path, # folder `train.parquet` / `test.parquet` go to
                   subset:str='main', # the subfolder of a Hugging Face download to read, see `gsm8k_inputs`
                  )->dict:
     "Convert GSM8K-format data to `train.parquet` / `test.parquet` in `output_dir`; print and return stats per split."
@@ -158,8 +163,10 @@ def gsm8k_reward(response:str, # decoded response, special tokens removed
     return 1.0 if found[-1].replace(',', '') == ground_truth else format_score
 
 # %% ../../nbs/02c_task_gsm8k.ipynb #1192363a
-def write_gsm8k_splits(out_dir:str|Path, n:int, # problems per split
-                       seed:int=0)->list[Path]:
+def write_gsm8k_splits(out_dir:str|Path, # folder for `train.jsonl` and `test.jsonl`
+                       n:int, # problems per split
+                       seed:int=0, # seed of the train split; the test split uses `seed + 1`
+                      )->list[Path]:
     "Write a generated GSM8K source to `out_dir`: `train.jsonl` and `test.jsonl`, seeds `seed` and `seed + 1`."
     return [write_gsm8k_source(Path(out_dir)/f'{split}.jsonl', n, seed + k) for k, split in enumerate(GSM8K_SPLITS)]
 

@@ -69,7 +69,10 @@ def _mmk12_problem(r:random.Random)->tuple[str, str, Image.Image]:
     return (f'What fraction of the shapes in the image are {colour}? Give it in lowest terms.',
             f'\\frac{{{f.numerator}}}{{{f.denominator}}}', shapes_image(shapes, r))
 
-def mmk12_records(split:str, n:int, seed:int=0)->list[dict]:
+def mmk12_records(split:str, # 'train' or 'test'
+                  n:int, # number of records
+                  seed:int=0, # generator seed, mixed with `split`
+                 )->list[dict]:
     "`n` synthetic MMK12 records of `split`, deterministic in `seed`."
     r, out = random.Random(f'mmk12/{split}/{seed}'), []
     for i in range(n):
@@ -78,7 +81,10 @@ def mmk12_records(split:str, n:int, seed:int=0)->list[dict]:
                     'image': {'bytes': png_bytes(img), 'path': f'{split}-{i:05d}.png'}})
     return out
 
-def write_mmk12_source(out_dir:str|Path, n_train:int, n_test:int, seed:int=0,
+def write_mmk12_source(out_dir:str|Path, # folder for the parquet shards
+                       n_train:int, # records in the train split
+                       n_test:int, # records in the test split
+                       seed:int=0, # generator seed
                        shards:int=2, # train shards; test gets min(shards, n_test) too
                       )->list[Path]:
     "Write a synthetic MMK12 source: `train-*.parquet` and `test-*.parquet` shards in `out_dir`."
@@ -92,7 +98,9 @@ def write_mmk12_source(out_dir:str|Path, n_train:int, n_test:int, seed:int=0,
     return paths
 
 # %% ../../nbs/02d_task_mmk12.ipynb #ef51b8dd
-def read_mmk12_split(input_dir:str|Path, split:str)->list[tuple[Path, list[dict]]]:
+def read_mmk12_split(input_dir:str|Path, # folder of `{split}-*.parquet` shards
+                     split:str, # 'train' or 'test'
+                    )->list[tuple[Path, list[dict]]]:
     "Each `{split}-*.parquet` shard of one MMK12 split, in name order, with its records."
     files = sorted(Path(input_dir).glob(f'{split}-*.parquet'))
     if not files: raise DataError(f"MMK12 folder {str(input_dir)!r} has no {split}-*.parquet shard")
@@ -106,7 +114,11 @@ def read_mmk12_split(input_dir:str|Path, split:str)->list[tuple[Path, list[dict]
     return shards
 
 # %% ../../nbs/02d_task_mmk12.ipynb #76dfdfb3
-def mmk12_row(rec:dict, index:int, split:str, verify_images:bool=True)->dict:
+def mmk12_row(rec:dict, # one MMK12 record: question, answer, image
+              index:int, # the record's place in its split
+              split:str, # 'train' or 'test', kept in `extra_info`
+              verify_images:bool=True, # drop images Pillow cannot verify
+             )->dict:
     "The RL row of an MMK12 record, or `Dropped` with the failed keep rule."
     q, a, img = as_text(rec['question']), as_text(rec['answer']), rec['image']
     if not q.strip(): raise Dropped('empty_question')
@@ -124,7 +136,7 @@ def mmk12_row(rec:dict, index:int, split:str, verify_images:bool=True)->dict:
 
 # %% ../../nbs/02d_task_mmk12.ipynb #fb67d315
 def convert_mmk12(input_dir:str|Path, # folder of train-*.parquet and test-*.parquet shards
-                  output_dir:str|Path,
+                  output_dir:str|Path, # folder `train.parquet` and `test.parquet` go to
                   verify_images:bool=True, # drop images Pillow cannot verify
                  )->dict:
     "Convert MMK12 shards to `train.parquet` and `test.parquet` in `output_dir`; print and return stats per split."
@@ -189,7 +201,9 @@ def mmk12_reward(response:str, # decoded response
     return {'score': (accuracy + fmt) / 1.3, 'accuracy': accuracy, 'format_reward': fmt}
 
 # %% ../../nbs/02d_task_mmk12.ipynb #dfbf8272
-def mmk12_pairs(n:int, seed:int)->list[tuple[list[dict], str]]:
+def mmk12_pairs(n:int, # number of pairs
+                seed:int, # seed of the generated source
+               )->list[tuple[list[dict], str]]:
     "`n` warm-start pairs of the generated source: the RL prompt as text, a reasoned and boxed ground truth."
     rows = [mmk12_row(rec, i, 'train', verify_images=False) for i, rec in enumerate(mmk12_records('train', n, seed))]
     return [(text_only(r['prompt']),
