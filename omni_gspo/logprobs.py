@@ -15,7 +15,9 @@ __all__ = ['module_mode', 'hidden_states_only', 'completion_logprobs', 'packed_h
 
 # %% ../nbs/03d_logprobs.ipynb #be8ff083
 @contextmanager
-def module_mode(model, training:bool):
+def module_mode(model:nn.Module, # the module whose mode is set for the block
+                training:bool, # True: train mode; False: eval mode
+               ):
     "Within the block `model` is in train (`training=True`) or eval mode; its previous mode is restored after."
     was = model.training
     model.train(training)
@@ -41,7 +43,8 @@ def _chunk_scores(head, h, targets, banned, temperature, with_entropy):
     p = logp.exp()
     return picked, -(p * logp.masked_fill(p == 0, 0.0)).sum(-1)
 
-def completion_logprobs(model, input_ids:torch.Tensor, # [B, P+R]: left-padded prompts then responses
+def completion_logprobs(model, # the policy (plain, peft-wrapped or FSDP2-sharded)
+                        input_ids:torch.Tensor, # [B, P+R]: left-padded prompts then responses
                         attention_mask:torch.Tensor, # [B, P+R]
                         prompt_len:int, # P
                         chunk:int=4096, # positions per output-layer chunk
@@ -52,7 +55,8 @@ def completion_logprobs(model, input_ids:torch.Tensor, # [B, P+R]: left-padded p
                         # one forward on all rows' attended tokens in one row (`position_ids`: the adapter's
                         # `packed_position_ids`)
                         packed:bool=False,
-                        **mm_inputs)->torch.Tensor|tuple[torch.Tensor, torch.Tensor]:
+                        **mm_inputs, # the prompts' media features (`collate_mm`), passed to the forward
+                       )->torch.Tensor|tuple[torch.Tensor, torch.Tensor]:
     "Log-probs [B, R] of the response tokens `input_ids[:, P:]` under `model` (and their entropies)."
     with hidden_states_only(model) as head:
         if packed: h = packed_hidden_states(model, input_ids, attention_mask, position_ids, **mm_inputs)
@@ -70,11 +74,13 @@ def completion_logprobs(model, input_ids:torch.Tensor, # [B, P+R]: left-padded p
     return out if with_entropy else out[0]
 
 # %% ../nbs/03d_logprobs.ipynb #a827ef40
-def packed_hidden_states(model, input_ids:torch.Tensor, # [B, L] padded rows
+def packed_hidden_states(model, # the policy (plain, peft-wrapped or FSDP2-sharded)
+                         input_ids:torch.Tensor, # [B, L] padded rows
                          attention_mask:torch.Tensor, # [B, L]
                          # the adapter's `packed_position_ids`: [..., 1, S], S attended tokens
                          position_ids:torch.Tensor,
-                         **mm_inputs)->torch.Tensor:
+                         **mm_inputs, # the prompts' media features (`collate_mm`), passed to the forward
+                        )->torch.Tensor:
     "Hidden states [B, L, H] (zeros at pads) of the rows from one forward on their attended tokens packed into one row."
     keep = attention_mask.bool()
     S = int(keep.sum())

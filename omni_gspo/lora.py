@@ -11,7 +11,7 @@ from torch.distributed.tensor import DTensor
 from peft import LoraConfig, get_peft_model
 from peft.tuners.lora import Linear as LoraLinear, LoraLayer
 from peft.utils.error import NoMatchingPeftModuleError
-from .config import ConfigError
+from .config import ConfigError, ModelConfig
 from .model import CausalLMAdapter, ThinkerAdapter, adapter_of, base_model
 
 # %% auto #0
@@ -30,7 +30,7 @@ def lora_modules(model)->list[str]:
     return [n for n, m in model.named_modules() if isinstance(m, LoraLayer)]
 
 def apply_lora(model, # the transformers model
-               mcfg, # `ModelConfig`: `lora_rank`, `lora_alpha`, `lora_dropout`, `target_modules`
+               mcfg:ModelConfig, # `lora_rank`, `lora_alpha`, `lora_dropout`, `target_modules`
               )->nn.Module:
     "Wrap `model` with LoRA adapters per `mcfg`; only the adapters are trainable."
     ad = adapter_of(model)
@@ -47,7 +47,7 @@ def apply_lora(model, # the transformers model
     return model
 
 def configure_trainable(model, # the transformers model
-                        mcfg, # `ModelConfig`: `lora_rank` and the LoRA keys, or the `freeze_*_tower` keys
+                        mcfg:ModelConfig, # `lora_rank` and the LoRA keys, or the `freeze_*_tower` keys
                        )->nn.Module:
     "LoRA-wrap `model` (lora_rank > 0) or unfreeze all but the frozen towers (lora_rank = 0)."
     if mcfg.lora_rank > 0: return apply_lora(model, mcfg)   # the towers stay frozen (their keys are inert with LoRA)
@@ -83,7 +83,8 @@ def lora_adapters(layer:LoraLayer, name:str # the layer's module name, for error
 def lora_delta(layer:LoraLinear, # the peft LoRA layer (for its scaling and `fan_in_fan_out`)
                A:torch.Tensor, # whole `lora_A` weight [r, in]
                B:torch.Tensor, # whole `lora_B` weight [out, r]
-               adapter:str)->torch.Tensor:
+               adapter:str, # peft adapter name, e.g. 'default'
+              )->torch.Tensor:
     "The weight delta scale·(B@A) of `adapter`, computed as peft's `get_delta_weight` does, from whole factors."
     dtype = B.dtype
     if B.device.type == 'cpu' and dtype in (torch.float16, torch.bfloat16): A, B = A.float(), B.float()

@@ -29,7 +29,8 @@ __all__ = ['DTYPES', 'ADAPTERS', 'ATTENTION_SUPPORT', 'FLASH_PACKAGES', 'vllm_th
 
 # %% ../nbs/03b_model.ipynb #80fb68d5
 def vllm_thinker_config(cfg, # the thinker's `Qwen3OmniMoeThinkerConfig`
-                        tok)->Qwen3OmniMoeConfig:
+                        tok, # the checkpoint's tokenizer (its special-token ids)
+                       )->Qwen3OmniMoeConfig:
     "The full Qwen3-Omni config (no audio output) vLLM needs to load `cfg`'s thinker."
     tc = cfg.to_dict()
     v, n = tc['vision_config'], tc['vision_config']['num_position_embeddings']
@@ -44,7 +45,9 @@ def vllm_thinker_config(cfg, # the thinker's `Qwen3OmniMoeThinkerConfig`
     full.architectures = ['Qwen3OmniMoeForConditionalGeneration']
     return full
 
-def vllm_processor(processor, tok):
+def vllm_processor(processor, # the prompts' processor, from `omni_processor`
+                   tok, # the checkpoint's tokenizer
+                  ):
     "`processor` (from `omni_processor`) as the `Qwen3OmniMoeProcessor` vLLM instantiates (needs torchvision)."
     from transformers import Qwen2VLVideoProcessor, Qwen3OmniMoeProcessor
     ip = processor.image_processor
@@ -110,9 +113,10 @@ class CausalLMAdapter:
 
 # %% ../nbs/03b_model.ipynb #be0864d2
 @patch
-def position_ids(self:CausalLMAdapter, model,
+def position_ids(self:CausalLMAdapter, model, # the loaded model (plain or wrapped)
                  input_ids:torch.Tensor, # [B, L]: left-padded prompts, then right-padded responses
-                 attention_mask:torch.Tensor, mm:dict, # the prompts' media features (`collate_mm`)
+                 attention_mask:torch.Tensor, # [B, L]: 1 on attended tokens, 0 on pads
+                 mm:dict, # the prompts' media features (`collate_mm`)
                  prompt_len:int, # L's first `prompt_len` columns are the prompts: positions never depend on the rest
                 )->torch.Tensor:
     "Positions [B, L] counting attended tokens (pads get 1, as in `generate`)."
@@ -130,8 +134,12 @@ def media_pad_ids(self:CausalLMAdapter, tok)->dict[int, str]:
     return {i: m for m, i in ids.items() if i is not None and i != tok.unk_token_id}
 
 @patch
-def packed_position_ids(self:CausalLMAdapter, model, input_ids:torch.Tensor, attention_mask:torch.Tensor, mm:dict,
-                        prompt_len:int)->torch.Tensor:
+def packed_position_ids(self:CausalLMAdapter, model, # the loaded model (plain or wrapped)
+                        input_ids:torch.Tensor, # [B, L]: left-padded prompts, then right-padded responses
+                        attention_mask:torch.Tensor, # [B, L]: 1 on attended tokens, 0 on pads
+                        mm:dict, # the prompts' media features (`collate_mm`)
+                        prompt_len:int, # the prompts' padded length, L's first columns
+                       )->torch.Tensor:
     "Positions [1, S] of the attended tokens of all rows as one packed row: each row's own, restarting at 0."
     return self.position_ids(model, input_ids, attention_mask, mm, prompt_len)[attention_mask.bool()][None]
 
@@ -167,7 +175,10 @@ def decoder_layers(self:CausalLMAdapter, model)->list[nn.Module]:
     return list(layers)
 
 @patch
-def vllm_files(self:CausalLMAdapter, model, tok, processor=None)->list:
+def vllm_files(self:CausalLMAdapter, model, # the policy (plain or wrapped)
+               tok, # the checkpoint's tokenizer
+               processor=None, # the prompts' processor; unused by plain causal LMs
+              )->list:
     "What vLLM loads next to the weights (each saved with `save_pretrained`): the config, with `architectures` set."
     cfg = copy.deepcopy(base_model(model).config)
     cfg.architectures = cfg.architectures or [type(base_model(model)).__name__]   # unset for models built from a config
@@ -198,7 +209,10 @@ class ThinkerAdapter(CausalLMAdapter):
                     'vision_start_token_id', 'vision_end_token_id', 'audio_start_token_id', 'audio_end_token_id')
 
     def model_class(self, path): return Qwen3OmniMoeThinkerForConditionalGeneration   # also from a full checkpoint
-    def load(self, path, dtype, attn_implementation='sdpa'):
+    def load(self, path, # the checkpoint folder
+             dtype, # a torch dtype
+             attn_implementation='sdpa', # `model.attn_implementation`, vetted by `check_attention`
+            ):
         m = self.model_class(path).from_pretrained(path, dtype=dtype, attn_implementation=attn_implementation,
                                                    experts_implementation=EXPERTS_IMPLEMENTATION)  # the lean backward
         m._no_split_modules = [self.TEXT_LAYER]
@@ -212,7 +226,12 @@ class ThinkerAdapter(CausalLMAdapter):
 
 # %% ../nbs/03b_model.ipynb #2fb32466
 @patch
-def position_ids(self:ThinkerAdapter, model, input_ids, attention_mask, mm, prompt_len):
+def position_ids(self:ThinkerAdapter, model, # the loaded thinker (plain or wrapped)
+                 input_ids, # [B, L]: left-padded prompts, then right-padded responses
+                 attention_mask, # [B, L]: 1 on attended tokens, 0 on pads
+                 mm, # the prompts' media features (`collate_mm`): image grids, `feature_attention_mask`
+                 prompt_len, # the prompts' padded length P, L's first columns
+                ):
     "M-RoPE positions [3, B, L] in int64: the prompt's from its image grids and audio lengths, then text positions."
     fam, P = mm.get('feature_attention_mask'), prompt_len
     pos, _ = base_model(model).get_rope_index(input_ids[:, :P], mm.get('image_grid_thw'), None, attention_mask[:, :P],
@@ -225,7 +244,12 @@ def position_ids(self:ThinkerAdapter, model, input_ids, attention_mask, mm, prom
     return torch.cat([pos, text.to(pos.device)[None].expand(3, -1, -1)], -1)
 
 @patch
-def packed_position_ids(self:ThinkerAdapter, model, input_ids, attention_mask, mm, prompt_len):
+def packed_position_ids(self:ThinkerAdapter, model, # the loaded thinker (plain or wrapped)
+                        input_ids, # [B, L]: left-padded prompts, then right-padded responses
+                        attention_mask, # [B, L]: 1 on attended tokens, 0 on pads
+                        mm, # the prompts' media features (`collate_mm`)
+                        prompt_len, # the prompts' padded length P, L's first columns
+                       ):
     "[4, 1, S]: a 1-D text row restarting at 0 per row (transformers finds the rows there), then each row's M-RoPE."
     keep = attention_mask.bool()
     mrope = self.position_ids(model, input_ids, attention_mask, mm, prompt_len)[:, keep][:, None]
@@ -243,7 +267,10 @@ def fsdp_units(self:ThinkerAdapter, model)->list[str]:
                                 if any(p.requires_grad for p in getattr(base, tower).parameters())]
 
 @patch
-def vllm_files(self:ThinkerAdapter, model, tok, processor=None)->list:
+def vllm_files(self:ThinkerAdapter, model, # the policy thinker (plain or wrapped)
+               tok, # the checkpoint's tokenizer
+               processor=None, # the prompts' processor; None: `self.processor(tok)`
+              )->list:
     "The full Qwen3-Omni config vLLM needs, and the prompts' processor as vLLM instantiates it."
     return [vllm_thinker_config(base_model(model).config, tok), vllm_processor(processor or self.processor(tok), tok)]
 
@@ -307,7 +334,8 @@ def fp32_residual_stream(model, layers:list[nn.Module] # the decoder layers in o
     return model
 
 # %% ../nbs/03b_model.ipynb #2fe00029
-def resolve_model_path(path:str, warm_start_steps:int,
+def resolve_model_path(path:str, # `model.path`: a checkpoint folder or a name of `TINY_KINDS`
+                       warm_start_steps:int, # supervised steps of a tiny model's warm start (`model.warm_start_steps`)
                        key:str='model.path', # the config key naming it, for the message
                       )->Path:
     """The folder to load: a tiny model for a name of `TINY_KINDS` ('', 'tiny', 'tiny-qwen', 'tiny-omni'), else `path`
@@ -331,7 +359,8 @@ FLASH_PACKAGES = {2: 'flash-attn', 3: 'flash-attn-3'}
 
 def attention_problem(cls:type, # a transformers model class
                       impl:str, # a key of `ATTENTION_SUPPORT`
-                      device:torch.device)->str|None:
+                      device:torch.device, # where the model would run
+                     )->str|None:
     "Why `cls` cannot run attention `impl` on `device` in this environment (None: it can)."
     flag = ATTENTION_SUPPORT[impl]
     if flag and not getattr(cls, flag, False):
@@ -348,7 +377,8 @@ def attention_problem(cls:type, # a transformers model class
 
 def check_attention(cls:type, # the class the adapter loads (`model_class`)
                     impl:str, # `model.attn_implementation`
-                    device:torch.device):
+                    device:torch.device, # where the model will run
+                   ):
     """Raise a `ConfigError` naming `model.attn_implementation` and what to use instead, unless `cls` can run `impl` on
     `device`."""
     # for direct callers; a config's value is one of ATTENTION_SUPPORT already (`choice`)
@@ -365,7 +395,9 @@ def check_attention(cls:type, # the class the adapter loads (`model_class`)
     raise ConfigError(f"model.attn_implementation={impl!r}: {why}; use {' or '.join(ok)} ({hint})")
 
 # %% ../nbs/03b_model.ipynb #16532c1f
-def load_model(path:Path, dtype:str, device:torch.device,
+def load_model(path:Path, # the checkpoint folder
+               dtype:str, # a key of `DTYPES`: 'float32', 'bfloat16' or 'float16'
+               device:torch.device, # where the model goes
                attn_implementation:str='sdpa', # `model.attn_implementation`
                fp32_logits:bool=True, # `model.fp32_logits`: the output layer computes in fp32 (`fp32_logits_layer`)
                # `model.fp32_residual`: the residual stream runs in fp32 (`fp32_residual_stream`)
@@ -384,7 +416,8 @@ def load_model(path:Path, dtype:str, device:torch.device,
 # %% ../nbs/03b_model.ipynb #45697638
 def noised_copy(src:Path, # checkpoint folder of the teacher
                 std:float=0.3, # noise scale, relative to each matrix's standard deviation
-                seed:int=0)->Path:
+                seed:int=0, # seed of the noise
+               )->Path:
     "Folder of a copy of `src` whose text-decoder matrices are perturbed with Gaussian noise."
     src = Path(src)
     def build(d):

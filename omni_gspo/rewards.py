@@ -9,7 +9,7 @@ from collections import deque
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Callable
-from .config import ConfigError, custom_function_problem
+from .config import ConfigError, RewardConfig, custom_function_problem
 from .tasks.common import tasks
 from .tasks.mmk12 import math_equal
 
@@ -39,7 +39,10 @@ def _check_sources(data_sources)->None:
     if unknown:
         raise ValueError(f"no reward for data_source {', '.join(map(repr, unknown))}; known: {', '.join(known)}")
 
-def default_reward(data_source:str, solution_str:str, ground_truth:str, extra_info:dict|None=None,
+def default_reward(data_source:str, # the row's `data_source`: picks the built-in reward
+                   solution_str:str, # the decoded response
+                   ground_truth:str, # the row's reference answer
+                   extra_info:dict|None=None, # the row's `extra_info` (e.g. MMK12 options)
                    format_score:float=0.0, # gsm8k: score of a well-formed wrong answer
                   )->dict:
     "The built-in reward dict of `solution_str` for an example of `data_source` (verl's argument order)."
@@ -47,7 +50,11 @@ def default_reward(data_source:str, solution_str:str, ground_truth:str, extra_in
     return _as_detail(task_rewards()[data_source](solution_str, ground_truth, extra_info or {}, format_score))
 
 # %% ../nbs/04_rewards.ipynb #75672cb4
-def ascii_fraction(data_source:str, solution_str:str, ground_truth:str, extra_info:dict|None=None)->dict:
+def ascii_fraction(data_source:str, # unused (verl's argument order)
+                   solution_str:str, # the decoded response
+                   ground_truth:str, # unused
+                   extra_info:dict|None=None, # unused
+                  )->dict:
     "Benchmark reward on random weights: the fraction of the response's characters that are printable ASCII."
     n = sum(' ' <= c <= '~' for c in solution_str)
     return {'score': n / len(solution_str) if solution_str else 0.0}
@@ -201,7 +208,9 @@ def _pool()->RewardPool:
     return _POOL
 
 # %% ../nbs/04_rewards.ipynb #44ed1391
-def part_means(data_sources:list[str], details:list[dict])->dict:
+def part_means(data_sources:list[str], # per sample
+               details:list[dict], # per sample, the reward dict (`{'score': 0.0, 'error': ...}` if it failed)
+              )->dict:
     "`reward/<data_source>/<part>/mean` over the samples whose reward returned."
     acc = {}
     for ds, d in zip(data_sources, details):
@@ -210,9 +219,11 @@ def part_means(data_sources:list[str], details:list[dict])->dict:
             if isinstance(v, (int, float)): acc.setdefault(f'reward/{ds}/{k}/mean', []).append(float(v))
     return {k: sum(v) / len(v) for k, v in acc.items()}
 
-def score_batch(data_sources:list[str], responses:list[str], ground_truths:list[str],
+def score_batch(data_sources:list[str], # per sample: picks the reward
+                responses:list[str], # per sample, the decoded response
+                ground_truths:list[str], # per sample, the reference answer
                 extra_infos:list[dict|None], # per sample, passed to the reward (e.g. MMK12 options)
-                rcfg, # the `reward` config section (`RewardConfig`)
+                rcfg:RewardConfig, # the `reward` config section
                 with_part_means:bool=True, # add `part_means`; False for a piece of a batch, whose caller adds them once
                )->tuple[list[float], list[dict], dict]:
     "Scores, reward dicts and metrics of a batch; a reward that raises or times out scores 0 and is counted."
@@ -237,7 +248,9 @@ def score_batch(data_sources:list[str], responses:list[str], ground_truths:list[
     return [d['score'] for d in details], details, metrics
 
 # %% ../nbs/04_rewards.ipynb #d0156ae1
-def val_metrics(data_sources:list[str], details:list[dict])->dict:
+def val_metrics(data_sources:list[str], # per validation sample
+                details:list[dict], # per sample, the reward dict from `score_batch`
+               )->dict:
     "Mean validation reward per data source under verl's names, `val-core/<data_source>/<acc|reward>/mean@1`."
     per = {}
     for ds, d in zip(data_sources, details): per.setdefault(ds, []).append(d)
