@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from fastcore.basics import patch
 from .algos import agg_loss, kl_estimator, kl_loss, opd_loss, policy_loss, rollout_correction_weights
-from .config import ConfigError
+from .config import ActorConfig, AlgorithmConfig, ConfigError
 from .lora import full_tensor
 from .logprobs import completion_logprobs, module_mode
 from .platform import all_reduce_values, world_size
@@ -40,7 +40,8 @@ def lr_factor(kind:str, # 'constant' or 'cosine'
         return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
     return factor
 
-def micro_batches(prompt_lens:list[int], response_lens:list[int], # tokens of each row, padding excluded
+def micro_batches(prompt_lens:list[int], # prompt tokens of each row, padding excluded
+                  response_lens:list[int], # response tokens of each row, padding excluded
                   budget:int, # tokens per forward, as that forward computes them
                   # True: one packed row, the rows' real tokens; False: rows × (longest prompt + longest response)
                   packed:bool=False,
@@ -56,7 +57,11 @@ def micro_batches(prompt_lens:list[int], response_lens:list[int], # tokens of ea
 # %% ../nbs/07_actor.ipynb #1f4eb1e6
 class Actor:
     "The trainable policy with its optimizer, learning-rate schedule and the policy update."
-    def __init__(self, model, acfg, algo, adapter, teacher=None,
+    def __init__(self, model, # the policy, sharded or not, with its trainable parameters set
+                 acfg:ActorConfig, # the `actor` config section (mini-batches, optimizer, packing, compile)
+                 algo:AlgorithmConfig, # the `algorithm` config section (losses, KL, rollout correction)
+                 adapter, # the model family's adapter (`adapter_of(model)`)
+                 teacher=None, # the frozen distillation teacher (`load_teacher`); None: no distillation
                  temperature:float=1.0, # the rollout's sampling temperature (the temperature rule)
                  total_steps:int=1, # training steps of the run, for the learning-rate schedule
                 ):

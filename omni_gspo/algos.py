@@ -46,7 +46,10 @@ def group_advantages(rewards:torch.Tensor, # [N] one scalar reward per response
 # %% ../nbs/05_algos.ipynb #984bb44c
 LOSS_AGG_MODES = ('token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum')
 
-def masked_mean(x:torch.Tensor, mask:torch.Tensor, dim=None)->torch.Tensor:
+def masked_mean(x:torch.Tensor, # values, e.g. [B, T] per-token log-ratios
+                mask:torch.Tensor, # same shape as `x`, 1 where a value counts
+                dim=None, # the dimension averaged over; None: all
+               )->torch.Tensor:
     "Mean of `x` over the positions where `mask` is 1."
     return (x * mask).sum(dim) / mask.sum(dim).clamp(min=1)
 
@@ -119,7 +122,8 @@ def gspo_loss(logp:torch.Tensor, # [B, T] log-probs of the sampled tokens under 
               old_logp:torch.Tensor, # [B, T] the same under the policy that sampled (no grad)
               advantages:torch.Tensor, # [B] per sequence, or [B, T] per token (GSPO-token)
               mask:torch.Tensor, # [B, T] 1 on response tokens
-              clip_low:float=3e-4, clip_high:float=4e-4,
+              clip_low:float=3e-4, # the sequence ratio's trust region starts at 1 - clip_low
+              clip_high:float=4e-4, # and ends at 1 + clip_high
               num_seqs:float|None=None, # divisor of the sequence sum; default: non-empty responses (see `agg_loss`)
               seq_weights:torch.Tensor|None=None, # [B] e.g. rollout-correction weights
              )->tuple[torch.Tensor, dict]:
@@ -138,7 +142,10 @@ def gspo_loss(logp:torch.Tensor, # [B, T] log-probs of the sampled tokens under 
 POLICY_LOSSES = {'gspo': (gspo_loss, 1), 'gspo_token': (gspo_loss, 2), 'vanilla': (vanilla_loss, None)}
 
 def policy_loss(name:str, # a key of `POLICY_LOSSES`
-                logp:torch.Tensor, old_logp:torch.Tensor, advantages:torch.Tensor, mask:torch.Tensor,
+                logp:torch.Tensor, # [B, T] log-probs of the sampled tokens under the current policy
+                old_logp:torch.Tensor, # [B, T] the same under the policy that sampled (no grad)
+                advantages:torch.Tensor, # [B] per sequence, or [B, T] per token
+                mask:torch.Tensor, # [B, T] 1 on response tokens
                 **kwargs, # passed to the loss function
                )->tuple[torch.Tensor, dict]:
     "The policy loss `name` and its metrics."
@@ -173,10 +180,14 @@ def kl_penalty(logp:torch.Tensor, # [B, T] log-probs of the sampled tokens under
     delta = (-diff).clamp(-20.0, 20.0)                                 # log(ref / current), finite under exp
     return (delta.exp() - delta - 1).clamp(-10.0, 10.0)
 
-def kl_loss(logp:torch.Tensor, ref_logp:torch.Tensor, mask:torch.Tensor,
+def kl_loss(logp:torch.Tensor, # [B, T] log-probs of the sampled tokens under the current policy
+            ref_logp:torch.Tensor, # [B, T] the same under the reference policy
+            mask:torch.Tensor, # [B, T] 1 on response tokens
             coef:float=1e-3, # the loss is coef * agg(kl)
             kind:str='low_var_kl', # a name of `KL_ESTIMATORS`
-            loss_agg_mode:str='token-mean', num_seqs:float|None=None, num_tokens:float|None=None, # see `agg_loss`
+            loss_agg_mode:str='token-mean', # one of `LOSS_AGG_MODES`
+            num_seqs:float|None=None, # divisor of the seq-mean modes, see `agg_loss`
+            num_tokens:float|None=None, # divisor of token-mean, see `agg_loss`
            )->tuple[torch.Tensor, dict]:
     "KL-to-reference loss term and its metrics (the aggregated KL before the coefficient)."
     kl = agg_loss(kl_penalty(logp, ref_logp, kind), mask, loss_agg_mode, num_seqs, num_tokens)
@@ -190,9 +201,12 @@ def seq_log_is_weight(rollout_logp:torch.Tensor, # [B, T] log-probs reported by 
     "log w_i = Σ_t m (old − rollout), clamped to [-20, 20]: log of the sequence importance weight [B]."
     return ((old_logp - rollout_logp) * mask.to(old_logp.dtype)).sum(-1).clamp(-20.0, 20.0)
 
-def rollout_correction_weights(rollout_logp:torch.Tensor, old_logp:torch.Tensor, mask:torch.Tensor,
+def rollout_correction_weights(rollout_logp:torch.Tensor, # [B, T] log-probs the rollout engine sampled with
+                               old_logp:torch.Tensor, # [B, T] the trainer's log-probs of the same tokens
+                               mask:torch.Tensor, # [B, T] 1 on response tokens
                                mode:str='tis', # 'tis' truncates at hi; 'mis' rejects weights outside [lo, hi]
-                               hi:float=2.0, lo:float=0.5,
+                               hi:float=2.0, # upper bound of the sequence IS weight
+                               lo:float=0.5, # lower bound ('mis' only)
                                log_w:torch.Tensor|None=None, # [B] `seq_log_is_weight`, when the caller has it already
                               )->tuple[torch.Tensor, torch.Tensor, dict]:
     "Per-sequence weights [B] for the loss (`seq_weights`), the responses kept [B] (bool), the share truncated/rejected"
@@ -205,7 +219,9 @@ def rollout_correction_weights(rollout_logp:torch.Tensor, old_logp:torch.Tensor,
         inside = (w >= lo) & (w <= hi)
         return w * inside, inside, {'rollout_corr/seq_masked_fraction': (~inside).double().mean().item()}
 
-def rollout_correction_metrics(rollout_logp:torch.Tensor, old_logp:torch.Tensor, mask:torch.Tensor,
+def rollout_correction_metrics(rollout_logp:torch.Tensor, # [B, T] log-probs the rollout engine sampled with
+                               old_logp:torch.Tensor, # [B, T] the trainer's log-probs of the same tokens
+                               mask:torch.Tensor, # [B, T] 1 on response tokens
                                log_w:torch.Tensor|None=None, # [B] `seq_log_is_weight` (float64), if the caller has it
                               )->dict:
     "Rollout↔trainer mismatch: log-perplexity difference, k3 KL, sequence χ² and IS-weight statistics."
@@ -227,9 +243,12 @@ def opd_loss(logp:torch.Tensor, # [B, T] student log-probs of the sampled tokens
              old_logp:torch.Tensor, # [B, T] the same under the weights that sampled (no grad)
              teacher_logp:torch.Tensor, # [B, T] the teacher's log-probs of the same tokens
              mask:torch.Tensor, # [B, T] 1 on response tokens
-             clip_low:float=0.2, clip_high:float=0.2, clip_c:float|None=3.0,
-             loss_agg_mode:str='seq-mean-token-mean',
-             num_seqs:float|None=None, num_tokens:float|None=None, # mini-batch divisors, see `agg_loss`
+             clip_low:float=0.2, # trust region [1 - clip_low, 1 + clip_high] of the token ratio
+             clip_high:float=0.2, # clip-higher when clip_high > clip_low
+             clip_c:float|None=3.0, # dual clip for negative advantages; None: off
+             loss_agg_mode:str='seq-mean-token-mean', # one of `LOSS_AGG_MODES`
+             num_seqs:float|None=None, # mini-batch divisor of the seq-mean modes, see `agg_loss`
+             num_tokens:float|None=None, # mini-batch divisor of token-mean, see `agg_loss`
             )->tuple[torch.Tensor, dict]:
     "On-policy distillation: clipped PG with per-token advantage sg(log π_teacher − log π_current); loss and metrics."
     mask = mask.to(logp.dtype)

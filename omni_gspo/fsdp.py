@@ -83,7 +83,8 @@ def dynamic_dims(x):
         for t in x: dynamic_dims(t)
 
 def cacheless_compiled(forward, # a unit's `forward`
-                       backend='inductor'):
+                       backend='inductor', # `torch.compile` backend
+                      ):
     ("`forward` compiled for calls without a KV cache (the actor's passes), sizes dynamic from the first call; calls "
      "with one run it as it is.")
     compiled = torch.compile(forward, backend=backend)

@@ -19,8 +19,8 @@ __all__ = ['RECORD_COLUMNS', 'RECORDS_DIR', 'data_file_path', 'prompt_text', 're
 # %% ../nbs/07a_records.ipynb #313c2319
 def data_file_path(path:str, # `data.train_file` or `data.val_file`
                    val:bool, # the held-out split
-                   # `data.generated_*_size` and the split's seed, as the trainer passes them to `load_split`
-                   generated:int, seed:int,
+                   generated:int, # `data.generated_*_size`: rows per split of a generated source
+                   seed:int, # the split's seed, as the trainer passes it to `load_split`
                   )->str:
     "The file the trainer reads for `path`: the cached RL parquet of a generated source, '' for a task made in memory."
     task = generated_task(path)
@@ -44,7 +44,11 @@ def reward_parts(detail:dict)->dict[str, float]:
     "The numeric parts of a reward dict other than `score`, as `reward/<part>` columns."
     return {f'reward/{k}': float(v) for k, v in detail.items() if k != 'score' and isinstance(v, (int, float))}
 
-def pick_groups(n_prompts:int, groups:int, step:int, seed:int)->list[int]:
+def pick_groups(n_prompts:int, # prompt groups in the step's rollout
+                groups:int, # groups to record (`logging.rollout_groups`, >= 0)
+                step:int, # training step
+                seed:int, # the run's seed
+               )->list[int]:
     ("The prompt groups recorded at `step`: `groups` of `n_prompts` (all when fewer), drawn with a seed of `(seed, "
      "step)`.")
     if groups < 0: raise ValueError(f"groups must be >= 0, got {groups}")
@@ -102,11 +106,16 @@ def rollout_records(step:int, # training step
 # %% ../nbs/07a_records.ipynb #aee234b7
 RECORDS_DIR = 'rollouts'
 
-def record_path(run_dir:str|Path, step:int)->Path:
+def record_path(run_dir:str|Path, # the run's folder
+                step:int, # training step
+               )->Path:
     "Where the records of `step` live: `run_dir/rollouts/step_{step:06d}.parquet`."
     return Path(run_dir)/RECORDS_DIR/f'step_{step:06d}.parquet'
 
-def write_rollout_records(run_dir:str|Path, step:int, df:pd.DataFrame)->Path:
+def write_rollout_records(run_dir:str|Path, # the run's folder
+                          step:int, # training step the records are of
+                          df:pd.DataFrame, # the records (`rollout_records`), all with this `step`
+                         )->Path:
     "Write `df` (records of `step`) to `run_dir/rollouts/step_{step:06d}.parquet`, atomically."
     if len(df) and set(df.step) != {step}:
         raise ValueError(f"write_rollout_records: step {step}, but the records are of step(s) {sorted(set(df.step))}")
@@ -116,7 +125,9 @@ def record_steps(run_dir:str|Path)->list[int]:
     "The steps with records under `run_dir`, in order."
     return sorted(int(p.stem.removeprefix('step_')) for p in (Path(run_dir)/RECORDS_DIR).glob('step_*.parquet'))
 
-def drop_rollout_records(run_dir:str|Path, after:int):
+def drop_rollout_records(run_dir:str|Path, # the run's folder
+                         after:int, # last step kept
+                        ):
     "Delete the records of the steps after `after` (a resumed run redoes those steps)."
     for s in record_steps(run_dir):
         if s > after: record_path(run_dir, s).unlink()
