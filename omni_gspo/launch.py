@@ -5,7 +5,7 @@
 # %% ../nbs/10_launch.ipynb #493b9537
 from __future__ import annotations
 import sys
-from .config import ConfigError, check_config, format_config, parse_overrides
+from .config import Config, ConfigError, check_config, format_config, parse_overrides
 from .presets import preset_config
 from .data import DataError
 from .platform import apply_env_defaults, check_hardware
@@ -33,13 +33,15 @@ def cli_config(args:list[str]):
     ov = parse_overrides(args)
     return preset_config(ov.pop('recipe', None), ov.pop('preset', ''), ov)
 
-def ready_platform(cfg):
+def ready_platform(cfg:Config):
     "Stop with one line if this machine lacks `hardware.device`; else set its environment defaults. Returns `cfg`."
     check_hardware(cfg.hardware.device)
     apply_env_defaults(cfg.hardware.device)
     return cfg
 
-def plan_command(cfg, check)->int:
+def plan_command(cfg:Config, # the config from the command line
+                 check, # raises `ConfigError` for a config `train` would refuse (`check_config`)
+                )->int:
     "`omni-gspo plan`: the config checked as `train` checks it, then its memory plan printed; 3 if it does not fit."
     from omni_gspo.plan import plan_memory, report
     check(cfg)
@@ -68,8 +70,15 @@ def main(argv:list[str]|None=None)->int:
 # %% ../nbs/10_launch.ipynb #f3f0fd73
 DEMO_STEPS = 4   # a recipe notebook's run without a preset or max_steps: a quick look
 
-def notebook_config(recipe:str, hardware:str='', model_path:str='', train_file:str='', val_file:str='',
-                    max_steps:int|None=None, overrides:dict|None=None, preset:str=''):
+def notebook_config(recipe:str, # recipe name (`recipes()`)
+                    hardware:str='', # `hardware.device`: 'cpu', 'gpu' or 'npu'; '': the recipe's
+                    model_path:str='', # `model.path`; '': the recipe's
+                    train_file:str='', # `data.train_file`; '': the recipe's
+                    val_file:str='', # `data.val_file`; '': the recipe's
+                    max_steps:int|None=None, # `trainer.max_steps`; None: `DEMO_STEPS`, or the preset's
+                    overrides:dict|None=None, # more dotted keys -> values
+                    preset:str='', # preset name ('' = none)
+                   ):
     "Config for a recipe notebook's parameters; `max_steps` None: `DEMO_STEPS`, or the preset's length with a preset."
     named = {'hardware.device': hardware, 'model.path': model_path, 'data.train_file': train_file,
              'data.val_file': val_file, 'trainer.max_steps': max_steps}
@@ -77,7 +86,7 @@ def notebook_config(recipe:str, hardware:str='', model_path:str='', train_file:s
     return ready_platform(preset_config(recipe, preset, ov, **{k: v for k, v in named.items() if v not in ('', None)}))
 
 # %% ../nbs/10_launch.ipynb #951496ce
-def data_files(cfg)->dict[str, str]:
+def data_files(cfg:Config)->dict[str, str]:
     "The RL parquet files behind `data.train_file` and `data.val_file` ('train', 'val'); generated data is built first."
     from omni_gspo.splits import generated_paths, generated_rl_file, generated_task
     from omni_gspo.tasks.common import tasks

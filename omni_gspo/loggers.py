@@ -20,7 +20,9 @@ __all__ = ['CONSOLE_KEYS', 'WANDB_DEFAULT_URL', 'WANDB_UPSTREAM', 'WANDB_KEYS', 
 class JsonlLogger:
     "Append each step's metrics as one JSON line to `run_dir/metrics.jsonl`."
     def __init__(self, run_dir:Path): self.path = Path(run_dir)/'metrics.jsonl'
-    def log(self, metrics:dict, step:int):
+    def log(self, metrics:dict, # metric name -> value of this step
+            step:int, # training step
+           ):
         with open(self.path, 'a') as f: f.write(json.dumps({'training/global_step': step, **metrics}) + '\n')
     def close(self): "Nothing held open between steps."
 
@@ -30,7 +32,9 @@ CONSOLE_KEYS = ('reward/mean', 'actor/pg_loss', 'actor/grad_norm', 'timing_s/ste
 class ConsoleLogger:
     "Print one line per step: `CONSOLE_KEYS` and any validation accuracy."
     def __init__(self, write=print): self.write = write
-    def log(self, metrics:dict, step:int):
+    def log(self, metrics:dict, # metric name -> value of this step
+            step:int, # training step
+           ):
         keys = [k for k in metrics if k in CONSOLE_KEYS or (k.startswith('val-core/') and k.endswith('@1'))]
         self.write(f'step {step}: ' + ' '.join(f'{k}={metrics[k]:.4g}' for k in keys))
     def close(self): "Nothing to close."
@@ -40,11 +44,15 @@ def _number(v)->bool: return isinstance(v, (int, float)) and not isinstance(v, b
 
 class TensorBoardLogger:
     "Scalars and the config to TensorBoard event files under `run_dir/tensorboard`."
-    def __init__(self, run_dir:Path, config:dict):
+    def __init__(self, run_dir:Path, # the run's folder; events go to its `tensorboard/`
+                 config:dict, # the run's config as a dict, logged as text
+                ):
         from torch.utils.tensorboard import SummaryWriter
         self.writer = SummaryWriter(log_dir=str(Path(run_dir)/'tensorboard'))
         self.writer.add_text('config', '```\n' + json.dumps(config, indent=1) + '\n```', 0)
-    def log(self, metrics:dict, step:int):
+    def log(self, metrics:dict, # metric name -> value of this step
+            step:int, # training step
+           ):
         for k, v in metrics.items():
             if _number(v): self.writer.add_scalar(k, v, step)
         self.writer.flush()
@@ -116,7 +124,9 @@ def wandb_options(lc:LoggingConfig)->dict:
 class WandbLogger:
     ("Log to Weights & Biases: online when wandb finds credentials, else offline (in `run_dir/wandb`); a line says "
      "which.")
-    def __init__(self, run_dir:Path, config:dict, write=print, # how the line about the mode is printed
+    def __init__(self, run_dir:Path, # the run's folder; offline runs go to its `wandb/`
+                 config:dict, # the run's config as a dict, stored with the wandb run
+                 write=print, # how the line about the mode is printed
                  **opts): # project, entity, name, tags (`wandb_init_kwargs`)
         import wandb
         self.mode, why = wandb_mode()
@@ -126,7 +136,9 @@ class WandbLogger:
         later = offline if self.mode == 'offline' else ''
         write(f"wandb: {self.mode} ({why}); {where}{later}")
         self.run = wandb.init(**self.kwargs, settings=wandb.Settings(console='off', quiet=True))
-    def log(self, metrics:dict, step:int): self.run.log(dict(metrics), step=step)
+    def log(self, metrics:dict, # metric name -> value of this step
+            step:int, # training step
+           ): self.run.log(dict(metrics), step=step)
     def close(self):
         import wandb
         self.run.finish()
@@ -167,7 +179,8 @@ def in_notebook()->bool:
 
 class DashboardLogger:
     "Curves of all steps so far: updated in place in a notebook, written to `run_dir/metrics.html`."
-    def __init__(self, run_dir:Path, show:bool|None=None, # display in the notebook; None: when a kernel runs
+    def __init__(self, run_dir:Path, # the run's folder: `metrics.html` goes there, `metrics.jsonl` is read from it
+                 show:bool|None=None, # display in the notebook; None: when a kernel runs
                  every_s:float=10.0): # least seconds between two writes of metrics.html
         self.path, self.show, self.every_s = (Path(run_dir)/'metrics.html', in_notebook() if show is None else show,
                                               every_s)
@@ -177,7 +190,9 @@ class DashboardLogger:
     def figure(self):
         from omni_gspo.viz import metrics_figure
         return metrics_figure(self.rows, dashboard_keys(self.rows))
-    def log(self, metrics:dict, step:int):
+    def log(self, metrics:dict, # metric name -> value of this step
+            step:int, # training step
+           ):
         self.rows.append({'training/global_step': step, **metrics})
         if self.show:
             from IPython.display import display
@@ -197,7 +212,9 @@ PACKAGES = {'tensorboard': 'tensorboard', 'wandb': 'wandb'}   # optional, the `l
 class Loggers:
     "Several loggers as one."
     def __init__(self, loggers:list): self.loggers = loggers
-    def log(self, metrics:dict, step:int):
+    def log(self, metrics:dict, # metric name -> value of this step
+            step:int, # training step
+           ):
         for l in self.loggers: l.log(metrics, step)
     def close(self):
         errs = []

@@ -135,7 +135,10 @@ def shape_of(c:dict)->Shape:
                  max(1, d['train_batch_size'] * r['n'] // world))
 
 # %% ../nbs/08b_plan.ipynb #89a2eb4b
-def actor_parts(s:ModelSizes, c:dict, sh:Shape)->dict[str, float]:
+def actor_parts(s:ModelSizes, # the policy's sizes (`model_sizes`)
+                c:dict, # the config as a dict (`config_dict`)
+                sh:Shape, # what one device holds at once (`shape`)
+               )->dict[str, float]:
     "GiB per device of the actor's parts (`update` phase; the generate phase keeps the resident ones)."
     a, m = c['actor'], c['model']
     on = 0 if a['fsdp_cpu_offload'] else 1 / sh.shard          # resident share per device
@@ -155,14 +158,21 @@ def tensor_parallel(c:dict)->int:
     "The rollout engine's tensor-parallel size (1 where the config has no such key)."
     return int(c['rollout'].get('tensor_parallel_size', 1))
 
-def prefill_logits(s:ModelSizes, c:dict, sh:Shape)->float:
+def prefill_logits(s:ModelSizes, # the policy's sizes (`model_sizes`)
+                   c:dict, # the config as a dict (`config_dict`)
+                   sh:Shape, # what one device holds at once (`shape`)
+                  )->float:
     "Bytes of the built-in engine's prefill logits, the last position of the rank's rows (and an fp32 head's copy)."
     m = c['model']
     fp32 = m['fp32_logits'] and m['dtype'] != 'float32'
     item = 4 if fp32 else DTYPES[m['dtype']].itemsize
     return sh.gen_rows * s.vocab * item + (s.vocab * s.hidden * 4 if fp32 else 0)
 
-def engine_parts(s:ModelSizes, c:dict, sh:Shape, device:float|None)->dict[str, float]:
+def engine_parts(s:ModelSizes, # the policy's sizes (`model_sizes`)
+                 c:dict, # the config as a dict (`config_dict`)
+                 sh:Shape, # what one device holds at once (`shape`)
+                 device:float|None, # GiB of one device; None: unknown
+                )->dict[str, float]:
     "GiB per device of the rollout engine while it generates (vLLM: its share; KV cache unknown without `device`)."
     r = c['rollout']
     if r['engine'] not in VLLM_ENGINES:
@@ -268,7 +278,9 @@ def candidates(cfg:Config)->list[tuple[str, list[dict]]]:
     return out + [('more devices', more)]
 
 # %% ../nbs/08b_plan.ipynb #1ff85652
-def changed(cfg:Config, over:dict)->Config:
+def changed(cfg:Config, # the config changed (not modified: a copy is)
+            over:dict, # dotted key -> new value
+           )->Config:
     "A copy of `cfg` with `over` set (each key checked as the command line would)."
     c = copy.deepcopy(cfg)
     for k, v in over.items(): set_key(c, k, v)
@@ -285,7 +297,7 @@ def _as_args(over:dict)->str:
     "`over` as command-line arguments."
     return ' '.join(f'{k}={str(v).lower() if isinstance(v, bool) else v}' for k, v in over.items())
 
-def suggestions(cfg:Config,
+def suggestions(cfg:Config, # a config whose plan does not fit
                 check=None, # raises `ConfigError` for a config training would refuse (`00_config.check_config`)
                )->list[tuple[str, float]]:
     "For each kind of change, the mildest one that makes `cfg` fit, as 'key=value ...' with its peak GiB."
@@ -331,7 +343,10 @@ def report(p:MemoryPlan)->str:
         lines.append('no single change (micro-batch tokens, checkpointing, memory share, offload, devices) fits')
     return '\n'.join(lines)
 
-def check_memory(cfg:Config, log=print, check=None)->MemoryPlan|None:
+def check_memory(cfg:Config, # the run's config
+                 log=print, # how the line 'not checked' is printed
+                 check=None, # the trainer's config checks, passed to `plan_memory`
+                )->MemoryPlan|None:
     "Plan `cfg` before anything loads: raise `ConfigError` with the report if it cannot fit; say so when not checked."
     device, source = device_memory(cfg)
     if device is None:
