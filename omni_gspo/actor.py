@@ -98,7 +98,8 @@ def bucket_length(n:int)->int:
     quarter = 2 ** ((n - 1).bit_length() - 1) // 4        # a quarter of the largest power of two below n
     return -(-n // quarter) * quarter
 
-def bucketed(ids:torch.Tensor, am:torch.Tensor, # [B, L] a micro-batch's tokens and attention mask
+def bucketed(ids:torch.Tensor, # [B, L] a micro-batch's tokens
+             am:torch.Tensor, # [B, L] its attention mask
              prompt_len:int, # its first `prompt_len` columns are prompts
              packed:bool, # True: its attended tokens go through as one row (then the bucket counts those)
             )->tuple[torch.Tensor, torch.Tensor, int, int]:
@@ -176,7 +177,8 @@ def micro_merge(key:str)->str:
     if key.endswith('_max'): return 'max'
     return 'mean'
 
-def merge_metrics(ms:list[dict], weights:list[float], # one weight per dict, for the means (all 0: equal weights)
+def merge_metrics(ms:list[dict], # the parts' metrics, one dict each
+                  weights:list[float], # one weight per dict, for the means (all 0: equal weights)
                   how=micro_merge, # key -> 'sum', 'max', 'min' or 'mean'
                  )->dict:
     ("One dict of metrics from several parts' (micro-batches, ranks), key by key as `how` says; a single part's are "
@@ -267,7 +269,8 @@ def _rollout_correction(self:Actor, ro, old_logp,
     return w, ok, m
 
 @patch
-def update(self:Actor, ro, advantages:torch.Tensor, # [N] one per response
+def update(self:Actor, ro, # the step's `Rollout` (N responses)
+           advantages:torch.Tensor, # [N] one per response
            old_logp:torch.Tensor, # [N, R] from `logprobs` before the update
            n:int, # responses per prompt
            keep:torch.Tensor|None=None, # [N] bool: responses the GSPO terms train on (default all)

@@ -73,7 +73,8 @@ def agg_loss(tok_loss:torch.Tensor, # [B, T] per-token losses
 # %% ../nbs/05_algos.ipynb #a0be93c7
 def clipped_surrogate(ratio:torch.Tensor, # [B, T] importance ratios
                       adv:torch.Tensor, # [B, T] advantages
-                      clip_low:float, clip_high:float, # trust region [1 - clip_low, 1 + clip_high]
+                      clip_low:float, # trust region [1 - clip_low, 1 + clip_high] of the ratio
+                      clip_high:float, # its upper side
                       clip_c:float|None=None, # dual clip for negative advantages; None: off
                      )->tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     "Per-token PPO-clip loss, and where the clip and where the dual clip bind."
@@ -103,10 +104,12 @@ def vanilla_loss(logp:torch.Tensor, # [B, T] log-probs of the sampled tokens und
                  old_logp:torch.Tensor, # [B, T] the same under the policy that sampled (no grad)
                  advantages:torch.Tensor, # [B] per sequence, or [B, T] per token
                  mask:torch.Tensor, # [B, T] 1 on response tokens
-                 clip_low:float=0.2, clip_high:float=0.2, # clip-higher when clip_high > clip_low
+                 clip_low:float=0.2, # trust region [1 - clip_low, 1 + clip_high] of the token ratio
+                 clip_high:float=0.2, # clip-higher when clip_high > clip_low
                  clip_c:float|None=3.0, # dual clip for negative advantages (verl's default); None: off
                  loss_agg_mode:str='token-mean', # one of `LOSS_AGG_MODES`
-                 num_seqs:float|None=None, num_tokens:float|None=None, # mini-batch divisors, see `agg_loss`
+                 num_seqs:float|None=None, # mini-batch divisor of the seq-mean modes, see `agg_loss`
+                 num_tokens:float|None=None, # mini-batch divisor of token-mean, see `agg_loss`
                  seq_weights:torch.Tensor|None=None, # [B] e.g. rollout-correction weights
                 )->tuple[torch.Tensor, dict]:
     "Token-level PPO-clip loss (vanilla, clip-higher, dual clip) and its metrics."

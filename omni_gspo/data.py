@@ -121,7 +121,8 @@ def encode_prompt(encoder, # the model's processor, or its tokenizer for a text-
     out = encoder(text=[text], return_tensors='pt', **media)
     return out['input_ids'][0].tolist(), {k: out[k] for k in MM_KEYS if k in out}
 
-def encode_prompts(examples:list[Example], encoder, # see `encode_prompt`
+def encode_prompts(examples:list[Example], # the split's examples
+                   encoder, # see `encode_prompt`
                    max_prompt_length:int, # most expanded prompt tokens kept (data.max_prompt_length)
                   )->tuple[list[Prompt], int]:
     "Encode `examples`; keep those whose expanded prompt fits `max_prompt_length` and count the others."

@@ -106,8 +106,13 @@ def wandb_mode(env=None)->tuple[str, str]:
     return mode or 'online', why + (f", WANDB_MODE={mode}" if mode else '')
 
 # %% ../nbs/08a_loggers.ipynb #b9c2f708
-def wandb_init_kwargs(run_dir:Path, config:dict, mode:str, # the run folder, the resolved config, `wandb_mode`'s mode
-                      project:str='omni_gspo', entity:str='', name:str='', tags:list[str]=(), # `wandb_options`
+def wandb_init_kwargs(run_dir:Path, # the run folder
+                      config:dict, # the resolved config as a dict
+                      mode:str, # `wandb_mode`'s mode ('online', 'offline' or `WANDB_MODE`)
+                      project:str='omni_gspo', # wandb project (`logging.wandb_project`)
+                      entity:str='', # wandb entity (`logging.wandb_entity`); '': the key's default
+                      name:str='', # run name (`logging.wandb_run_name`); '': the run folder's name
+                      tags:list[str]=(), # run tags (`logging.wandb_tags`)
                      )->dict:
     "What `WandbLogger` passes to `wandb.init`; empty: the key's default entity, the run folder's name."
     run_dir = Path(run_dir)

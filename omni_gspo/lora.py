@@ -67,7 +67,8 @@ def full_tensor(t:torch.Tensor # a parameter or buffer, sharded (`DTensor`) or n
     return t.full_tensor()
 
 # %% ../nbs/03c_lora.ipynb #c891d48d
-def lora_adapters(layer:LoraLayer, name:str # the layer's module name, for errors
+def lora_adapters(layer:LoraLayer, # a peft LoRA layer
+                  name:str, # the layer's module name, for errors
                  )->list[str]:
     "Names of the active, unmerged adapters of a LoRA `layer` whose delta the export adds."
     if not isinstance(layer, LoraLinear):

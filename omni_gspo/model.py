@@ -149,7 +149,8 @@ def attention(self:CausalLMAdapter, model)->str:
     return base_model(model).config._attn_implementation
 
 @patch
-def packs(self:CausalLMAdapter, model, mode:str # `actor.packing`: 'auto', 'on' or 'off'
+def packs(self:CausalLMAdapter, model, # the policy (plain or wrapped): its attention implementation decides `auto`
+          mode:str, # `actor.packing`: 'auto', 'on' or 'off'
          )->bool:
     "Whether the actor packs micro-batches: `on`, or `auto` with an attention that skips the blocks between rows."
     # the model family's (its adapter): known once the checkpoint is read
@@ -321,7 +322,8 @@ def _head_input(dtype, head, args):
     "Output-layer pre-hook: an fp32-logits layer takes the fp32 stream as it is, any other gets its input in `dtype`."
     return args if getattr(head.forward, '__func__', None) is _fp32_linear else (args[0].to(dtype), *args[1:])
 
-def fp32_residual_stream(model, layers:list[nn.Module] # the decoder layers in order (the adapter's `decoder_layers`)
+def fp32_residual_stream(model, # the loaded model, changed in place (hooks)
+                         layers:list[nn.Module], # the decoder layers in order (the adapter's `decoder_layers`)
                         )->nn.Module:
     """Carry `model`'s residual stream between `layers` in fp32, norms feeding bf16/fp16 into the projections (fp32
     models: unchanged); returns `model`."""

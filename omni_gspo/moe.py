@@ -51,7 +51,8 @@ def _gather_sum_triton(rows:torch.Tensor, inverse:torch.Tensor, k:int, scale:tor
 
 def gather_sum(rows:torch.Tensor, # (T*k, H) in expert order
                inverse:torch.Tensor, # (T*k,) where pair s sits in `rows`
-               k:int, scale:torch.Tensor|None=None, # (T*k,) a weight per row, applied before the sum
+               k:int, # experts chosen per token
+               scale:torch.Tensor|None=None, # (T*k,) a weight per row, applied before the sum
               )->torch.Tensor:
     "(T, H): the `k` rows of each token (each times its `scale`) summed with fp32 accumulation, in `rows`' dtype."
     if rows.is_cuda and triton is not None: return _gather_sum_triton(rows, inverse, k, scale)
@@ -142,7 +143,8 @@ _frozen_experts.register_autograd(_backward, setup_context=_save)
 def frozen_experts(x:torch.Tensor, # (T, H) the block's input
                    top_k_index:torch.Tensor, # (T, k) chosen experts
                    top_k_weights:torch.Tensor, # (T, k) their routing weights
-                   gate_up:torch.Tensor, down:torch.Tensor, # (E, 2I, H) and (E, H, I), frozen
+                   gate_up:torch.Tensor, # (E, 2I, H) the experts' gate and up projections, frozen
+                   down:torch.Tensor, # (E, H, I) the experts' down projections, frozen
                   )->torch.Tensor:
     ("Fused SwiGLU experts with frozen weights: differentiable in `x` and `top_k_weights` only, `h` the one saved "
      "activation.")

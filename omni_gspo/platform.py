@@ -158,7 +158,8 @@ def rank()->int:
     "This process's rank in the default process group (0 without one)."
     return dist.get_rank() if dist.is_initialized() else 0
 
-def all_reduce_values(values:list[float], op:str='sum', # 'sum', 'max' or 'min'
+def all_reduce_values(values:list[float], # this rank's values, one float each
+                      op:str='sum', # 'sum', 'max' or 'min'
                      )->list[float]:
     "`values` reduced elementwise over every rank (unchanged in a single process)."
     if op not in REDUCE_OPS: raise ValueError(f"op={op!r}: expected one of {', '.join(REDUCE_OPS)}")
@@ -264,7 +265,8 @@ def compile_cache_env(env=None # a mapping like `os.environ` (default: `os.envir
     env.update(new)
     return new
 
-def apply_env_defaults(hardware:str, env=None # a mapping like `os.environ` (default: `os.environ`)
+def apply_env_defaults(hardware:str, # `hardware.device`: a key of `ENV_DEFAULTS`
+                       env=None, # a mapping like `os.environ` (default: `os.environ`)
                       )->dict[str, str]:
     "Set `ENV_DEFAULTS[hardware]` and the compile caches (`compile_cache_env`) in `env` where unset; return what's set."
     env = os.environ if env is None else env

@@ -66,7 +66,8 @@ def rollout_records(step:int, # training step
                     ro, # the step's `Rollout`: rows i*n … (i+1)*n-1 answer prompt i
                     tok, # tokenizer, to decode each response token
                     texts:list[str], # decoded responses, the text the reward scored
-                    rewards:list[float], details:list[dict], # `score_batch`'s scores and reward dicts, in rollout order
+                    rewards:list[float], # `score_batch`'s scores, in rollout order
+                    details:list[dict], # `score_batch`'s reward dicts, in rollout order
                     advantages, # [N] per-sample advantages
                     actor_logp:torch.Tensor, # [N, R] the actor's recomputed log-probs of the response tokens
                     data_file:str, # the file the batch's rows came from (`data_file_path`)

@@ -283,7 +283,8 @@ def csv_rl_rows(csv_path:str|Path, # columns `question`, `answer`, optional `ima
     if not rows: raise DataError(f"{csv_path}: no rows")
     return rows
 
-def csv_to_rl(csv_path:str|Path, output:str|Path, # the RL parquet file to write
+def csv_to_rl(csv_path:str|Path, # the CSV of questions, as `csv_rl_rows` reads it
+              output:str|Path, # the RL parquet file to write
               data_source:str, # selects the reward, as in `csv_rl_rows`
               **kwargs, # the other options of `csv_rl_rows` (media_dir, system, ability)
              )->Path:
