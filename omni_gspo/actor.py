@@ -19,7 +19,7 @@ __all__ = ['BUCKET_MIN', 'SUMMED', 'loss_kwargs', 'lr_factor', 'micro_batches', 
            'micro_merge', 'merge_metrics']
 
 # %% ../nbs/07_actor.ipynb #eba16267
-def loss_kwargs(algo)->dict:
+def loss_kwargs(algo:AlgorithmConfig)->dict:
     ("Keyword arguments of `policy_loss` for `algo` (a key the chosen loss ignores is refused when the config is "
      "built: `check_config`).")
     kw = dict(clip_low=algo.clip_ratio_low, clip_high=algo.clip_ratio_high)
