@@ -278,7 +278,7 @@ def candidates(cfg:Config)->list[tuple[str, list[dict]]]:
     return out + [('more devices', more)]
 
 # %% ../nbs/08b_plan.ipynb #1ff85652
-def changed(cfg:Config, # the config changed (not modified: a copy is)
+def changed(cfg:Config, # the base config, left as it is (a copy is changed)
             over:dict, # dotted key -> new value
            )->Config:
     "A copy of `cfg` with `over` set (each key checked as the command line would)."

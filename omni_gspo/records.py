@@ -47,7 +47,7 @@ def reward_parts(detail:dict)->dict[str, float]:
 def pick_groups(n_prompts:int, # prompt groups in the step's rollout
                 groups:int, # groups to record (`logging.rollout_groups`, >= 0)
                 step:int, # training step
-                seed:int, # the run's seed
+                seed:int, # with `step`, picks the groups
                )->list[int]:
     ("The prompt groups recorded at `step`: `groups` of `n_prompts` (all when fewer), drawn with a seed of `(seed, "
      "step)`.")

@@ -208,7 +208,7 @@ def _pool()->RewardPool:
     return _POOL
 
 # %% ../nbs/04_rewards.ipynb #44ed1391
-def part_means(data_sources:list[str], # per sample
+def part_means(data_sources:list[str], # each sample's `data_source`
                details:list[dict], # per sample, the reward dict (`{'score': 0.0, 'error': ...}` if it failed)
               )->dict:
     "`reward/<data_source>/<part>/mean` over the samples whose reward returned."
@@ -219,7 +219,7 @@ def part_means(data_sources:list[str], # per sample
             if isinstance(v, (int, float)): acc.setdefault(f'reward/{ds}/{k}/mean', []).append(float(v))
     return {k: sum(v) / len(v) for k, v in acc.items()}
 
-def score_batch(data_sources:list[str], # per sample: picks the reward
+def score_batch(data_sources:list[str], # each sample's `data_source`: picks its reward
                 responses:list[str], # per sample, the decoded response
                 ground_truths:list[str], # per sample, the reference answer
                 extra_infos:list[dict|None], # per sample, passed to the reward (e.g. MMK12 options)
@@ -248,7 +248,7 @@ def score_batch(data_sources:list[str], # per sample: picks the reward
     return [d['score'] for d in details], details, metrics
 
 # %% ../nbs/04_rewards.ipynb #d0156ae1
-def val_metrics(data_sources:list[str], # per validation sample
+def val_metrics(data_sources:list[str], # each validation sample's `data_source`
                 details:list[dict], # per sample, the reward dict from `score_batch`
                )->dict:
     "Mean validation reward per data source under verl's names, `val-core/<data_source>/<acc|reward>/mean@1`."
