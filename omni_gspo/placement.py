@@ -5,7 +5,7 @@
 # %% ../nbs/07d_placement.ipynb #86d14677
 from __future__ import annotations
 import os, socket
-from .config import ConfigError
+from .config import Config, ConfigError
 from .platform import ray_bundle
 import time
 from fastcore.basics import patch
@@ -19,7 +19,9 @@ __all__ = ['RAY_PLACEMENT_TIMEOUT_S', 'FORWARDED_ENV', 'WorkerGroup', 'InProcess
 # %% ../nbs/07d_placement.ipynb #2d73f94c
 class WorkerGroup:
     "The ranks of a run; a subclass says how `call_each` reaches them."
-    def call(self, method:str, *args)->list:
+    def call(self, method:str, # the ranks' method to call
+             *args, # its arguments, the same on every rank
+            )->list:
         "`method(*args)` on every rank; the results in rank order."
         return self.call_each(method, [args] * self.world)
     @property
@@ -37,8 +39,11 @@ class WorkerGroup:
 
 class InProcessWorkers(WorkerGroup):
     "One rank, in this process."
-    def __init__(self, cfg): self.workers, self.world = [ColocatedWorker(cfg)], 1
-    def call_each(self, method:str, args:list[tuple])->list:
+    def __init__(self, cfg:Config, # the run's config
+                ): self.workers, self.world = [ColocatedWorker(cfg)], 1
+    def call_each(self, method:str, # the ranks' method to call
+                  args:list[tuple], # its arguments, one tuple per rank
+                 )->list:
         "`method(*args[r])` on rank r, for every rank; the results in rank order."
         return [getattr(w, method)(*a) for w, a in zip(self.workers, args)]
     def close(self): self.call('close')
@@ -114,15 +119,20 @@ def _close_ray(groups:list, pg, started:bool):
 # %% ../nbs/07d_placement.ipynb #2ed7f6ed
 class RayRanks(WorkerGroup):
     "Ray actors called together."
-    def __init__(self, workers:list): self.workers, self.world = workers, len(workers)
-    def call_each(self, method:str, args:list[tuple])->list:
+    def __init__(self, workers:list, # the Ray actor handles, in rank order
+                ): self.workers, self.world = workers, len(workers)
+    def call_each(self, method:str, # the ranks' method to call
+                  args:list[tuple], # its arguments, one tuple per rank
+                 )->list:
         "`method(*args[r])` on rank r, for every rank, all at once; the results in rank order."
         import ray
         return ray.get([getattr(w, method).remote(*a) for w, a in zip(self.workers, args)])
 
 class RayWorkers(RayRanks):
     "`world` colocated ranks as Ray actors, one per device, in one placement group."
-    def __init__(self, cfg, world:int):
+    def __init__(self, cfg:Config, # the run's config
+                 world:int, # how many ranks (hardware.nnodes × hardware.gpus_per_node)
+                ):
         self.started = _join_ray(world)
         self.pg, bundle = _reserve(cfg, world)
         master, cwd = _free_address(self.pg), os.getcwd()
@@ -133,7 +143,8 @@ class RayWorkers(RayRanks):
 # %% ../nbs/07d_placement.ipynb #9c0e1a02
 class SeparateWorkers(WorkerGroup):
     "An actor group and a rollout group of Ray actors (`rollout.placement=separate`), and the staleness queue."
-    def __init__(self, cfg):
+    def __init__(self, cfg:Config, # the run's config: rollout.devices of its devices for the rollout group
+                ):
         n, d = cfg.hardware.nnodes * cfg.hardware.gpus_per_node, cfg.rollout.devices
         self.world, self.staleness, self.pending = n - d, cfg.trainer.max_staleness, None
         self.started = _join_ray(n)
@@ -147,7 +158,9 @@ class SeparateWorkers(WorkerGroup):
     @property
     def samplers(self)->WorkerGroup: return self.rollouts
 
-    def call(self, method:str, *args)->list:
+    def call(self, method:str, # the ranks' method to call
+             *args, # its arguments, the same on every rank
+            )->list:
         "`method(*args)` on every rank, actor ranks' results first (`save`: on the actor ranks alone)."
         import ray
         groups = [self.actors] if method == 'save' else [self.actors, self.rollouts]
@@ -164,7 +177,11 @@ def _sample(self:SeparateWorkers, step:int, shares:list[list[int]])->tuple[int, 
                   for r, w in enumerate(self.rollouts.workers)]
 
 @patch
-def step(self:SeparateWorkers, step:int, shares_of, records_to, data_file:str)->list[dict]:
+def step(self:SeparateWorkers, step:int, # the training step
+         shares_of, # step -> the actor ranks' rows of that step's prompts (None past the last step)
+         records_to, # the run folder: actor rank 0 keeps the step's records there
+         data_file:str, # the file the prompts came from (`data_file_path`)
+        )->list[dict]:
     "One training step through both groups (see `WorkerGroup.step`), the next step's samples asked for as allowed."
     import ray
     shares, d = shares_of(step), self.rollouts.world
@@ -183,7 +200,8 @@ def step(self:SeparateWorkers, step:int, shares_of, records_to, data_file:str)->
     return parts
 
 # %% ../nbs/07d_placement.ipynb #e6a0264f
-def make_workers(cfg):
+def make_workers(cfg:Config, # the run's config: hardware and rollout.placement
+                ):
     "The ranks `cfg.hardware` and `cfg.rollout.placement` ask for: one in this process, or placed by Ray."
     world = cfg.hardware.nnodes * cfg.hardware.gpus_per_node
     if cfg.rollout.placement == 'separate': return SeparateWorkers(cfg)

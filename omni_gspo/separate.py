@@ -13,7 +13,7 @@ from .platform import side_group, torch_device
 from .model import base_model, load_model
 from .lora import export_weights
 from .rollout import Rollout, engine_class
-from .workers import ActorWorker, RolloutWorker
+from .workers import RolloutWorker
 from .step import Rank, Samples, learn_step, sample_step
 
 # %% auto #0
@@ -78,7 +78,9 @@ class WeightStream:
         return {'timing_s/sync': time.perf_counter() - t, 'sync/tensors': n, 'sync/gib': nbytes / 2**30}
 
 # %% ../nbs/07e_separate.ipynb #e7e00012
-def rollout_to(ro:Rollout, device:torch.device)->Rollout:
+def rollout_to(ro:Rollout, # a rollout, from either group
+               device:torch.device, # where its tensors go
+              )->Rollout:
     "`ro` with its tensors on `device` (a rollout crosses between groups on the CPU)."
     return Rollout(**{f.name: getattr(ro, f.name).to(device) if isinstance(getattr(ro, f.name), torch.Tensor)
                       else getattr(ro, f.name) for f in fields(ro)})
@@ -100,9 +102,7 @@ class ActorRank(Rank):
               resume_from=None, # a checkpoint to restore the actor from
              )->tuple[int, list[str]]:
         "Build the actor (restored from `resume_from`), join the stream, send the whole policy: the first step, notes."
-        self.actor = ActorWorker(self.cfg, self.model_path, self.tok, self.adapter, total_steps, self.notes.append)
-        self.notes.append(self.actor.describe())
-        first = self.actor.load(resume_from) + 1 if resume_from else 1
+        first = self.start_actor(total_steps, resume_from)
         host, port, size = self.stream_at
         group = side_group(self.cfg.hardware.device, host, port, 0, size) if self.rank == 0 else None
         self.stream = WeightStream(group, self.actor.device)
@@ -131,7 +131,9 @@ class RolloutRank(Rank):
         super().__init__(cfg, rank, 1, None, cwd)
         self.stream_at, self.device = stream, torch_device(cfg.hardware.device)
 
-    def start(self, total_steps:int, resume_from=None)->tuple[None, list[str]]:
+    def start(self, total_steps:int, # training steps (the actor's schedule; unused here)
+              resume_from=None, # the actor's checkpoint: its weights arrive over the stream's first sync
+             )->tuple[None, list[str]]:
         "Load the plain policy and its engine, join the stream, take the first sync (the actor's checkpoint, if any)."
         m = self.cfg.model
         model = load_model(self.model_path, m.dtype, self.device, m.attn_implementation, m.fp32_logits, m.fp32_residual)

@@ -250,6 +250,14 @@ class Rank:
         self.val_ps = (_prompts(d.val_file, 'val file', d.generated_val_size, tc.seed + 1, tok, proc, d, log)
                        if tc.test_freq else [])
 
+    def start_actor(self, total_steps:int, # training steps, for the learning-rate schedule
+                    resume_from:Path|None=None, # a checkpoint to restore the actor from
+                   )->int:
+        "Build this rank's `ActorWorker` (restored from `resume_from`): the first step to run."
+        self.actor = ActorWorker(self.cfg, self.model_path, self.tok, self.adapter, total_steps, self.notes.append)
+        self.notes.append(self.actor.describe())
+        return self.actor.load(resume_from) + 1 if resume_from else 1
+
     def sizes(self)->tuple[int, int]:
         "How many training and validation prompts survived the length filter."
         return len(self.train_ps), len(self.val_ps)
@@ -261,9 +269,7 @@ class ColocatedWorker(Rank):
               resume_from:Path|None=None, # a checkpoint to restore the actor from
              )->tuple[int, list[str]]:
         "Build the actor (restored from `resume_from`) and the engine; the first step to run and the messages so far."
-        self.actor = ActorWorker(self.cfg, self.model_path, self.tok, self.adapter, total_steps, self.notes.append)
-        self.notes.append(self.actor.describe())
-        first = self.actor.load(resume_from) + 1 if resume_from else 1
+        first = self.start_actor(total_steps, resume_from)
         self.rollout = RolloutWorker.from_config(self.actor, self.processor, self.cfg)
         return first, self.notes
 
