@@ -294,6 +294,7 @@ class VLLMEngine:
         self._own_workdir, self.workdir = workdir is None, Path(workdir or tempfile.mkdtemp(prefix='omni_gspo_vllm_'))
         folder = export_for_vllm(model, tok, self.workdir/'policy', processor, weights=False, adapter=adapter)
         kw = self._llm_kwargs(model, dtype or next(model.parameters()).dtype, max_model_len, seed, fp32_logits)
+        self.tp_group = None   # vLLM's tensor-parallel group of this rank's engine, when it spans several ranks
         self.llm = self._make_llm(folder, kw | llm_kwargs)
         if adapter.mrope_probe and self.checks_media_positions:
             self.llm.collective_rpc(fix_mrope_on_worker, args=(adapter.mrope_probe,))
@@ -336,16 +337,22 @@ def from_config(cls:VLLMEngine, model, # the policy module the engine samples fr
     return cls(model, tok, rc, processor=processor, banned=adapter.banned_token_ids(model), seed=cfg.trainer.seed,
                adapter=adapter,
                max_model_len=cfg.data.max_prompt_length + rc.response_length, fp32_logits=cfg.model.fp32_logits,
+               tensor_parallel_size=rc.tensor_parallel_size,
                **vllm_settings(rc.vllm))
 
 @patch
 def _make_llm(self:VLLMEngine, folder, kw):
     from vllm import LLM
-    if kw.get('tensor_parallel_size', 1) > 1:   # worker processes would need a serialising transport (vllm_cpu.md §4b)
-        raise NotImplementedError("VLLMEngine hands weights to an in-process worker: tensor_parallel_size must be 1")
-    # one engine per rank, in the trainer's group
+    # one worker per rank, in the trainer's group: consecutive ranks form a tensor-parallel engine (see above)
     if world_size() > 1: kw = {'distributed_executor_backend': 'external_launcher'} | kw
-    return LLM(model=str(folder), **kw)
+    elif kw.get('tensor_parallel_size', 1) > 1:
+        raise ValueError(f"tensor_parallel_size={kw['tensor_parallel_size']} on one rank: a tensor-parallel engine "
+                         "spans that many trainer ranks (external launcher); run with as many ranks")
+    llm = LLM(model=str(folder), **kw)
+    if kw.get('tensor_parallel_size', 1) > 1:
+        from vllm.distributed.parallel_state import get_tp_group
+        self.tp_group = get_tp_group()
+    return llm
 
 # %% ../nbs/06a_vllm.ipynb #c80e8324
 @patch
@@ -460,14 +467,28 @@ def generate(self:VLLMEngine, prompts:list, # `Prompt`s: token ids and, for imag
      "its processor features.")
     if self.asleep: raise RuntimeError(f"generate() while the engine sleeps ({', '.join(sorted(self.asleep))}): call "
                                        "wake() first")
+    mine, (prompts, lo, seed) = len(prompts), self._group_prompts(prompts, seed)   # the TP group's union
     media = [prompt_media(p.example) for p in prompts]
     if any(m and not p.mm for m, p in zip(media, prompts)):
         raise ValueError("multimodal prompts need their processor features (`Prompt.mm`) too: the actor recomputes "
                          "with them")
     params = [self._sampling(n, greedy) for _ in prompts]
     ids = [p.ids for p in prompts]
-    with seeded_rng(seed, self.device): outs = self._generate(self._requests(ids, media), params, on_finish)
-    return self._rollout(ids, outs, n, [p.mm for p in prompts for _ in range(n)])
+    own = slice(lo, lo + mine)
+    report = on_finish and (lambda i, r: on_finish(i - lo, r) if lo <= i < lo + mine else None)
+    with seeded_rng(seed, self.device): outs = self._generate(self._requests(ids, media), params, report)
+    return self._rollout(ids[own], outs[own], n, [p.mm for p in prompts[own] for _ in range(n)])
+
+@patch
+def _group_prompts(self:VLLMEngine, prompts:list, seed:int|None)->tuple[list, int, int|None]:
+    ("The prompts of this rank's tensor-parallel group, ranks in order, its own first row in them, and the group's "
+     "seed (its first rank's): every rank of an engine must run the same requests, as vLLM's torchrun example does.")
+    g = self.tp_group
+    if g is None: return prompts, 0, seed
+    shares = [None] * g.world_size
+    torch.distributed.all_gather_object(shares, (prompts, seed), group=g.cpu_group)
+    lo = sum(len(p) for p, _ in shares[:g.rank_in_group])
+    return [q for p, _ in shares for q in p], lo, shares[0][1]
 
 @patch
 def _rollout(self:VLLMEngine, prompts, outs, n, mm)->Rollout:
