@@ -22,9 +22,9 @@ from .platform import (cuda_available, ipc_collect, rank, release_cached_memory,
 
 # %% auto #0
 __all__ = ['RELOAD_CHATTER', 'dedup_pads', 'prompt_media', 'build_request', 'export_for_vllm', 'tiny_causal_lm_config',
-           'write_cpu_moe_experts', 'load_weights_on_worker', 'ReloadMessages', 'quiet_reload', 'unsynced',
-           'SyncReport', 'probe_image', 'mrope_agrees', 'shift_offsets', 'fix_mrope_on_worker', 'VLLMEngine',
-           'vllm_settings', 'omni_deploy_config', 'write_deploy_config', 'omni_engine_args',
+           'tp_expert_shard', 'write_cpu_moe_experts', 'load_weights_on_worker', 'ReloadMessages', 'quiet_reload',
+           'unsynced', 'SyncReport', 'probe_image', 'mrope_agrees', 'shift_offsets', 'fix_mrope_on_worker',
+           'VLLMEngine', 'vllm_settings', 'omni_deploy_config', 'write_deploy_config', 'omni_engine_args',
            'load_shared_weights_on_worker', 'VLLMOmniEngine']
 
 # %% ../nbs/06a_vllm.ipynb #02106c37
@@ -99,12 +99,32 @@ def tiny_causal_lm_config(tok, # the tokenizer whose vocabulary the model covers
                        pad_token_id=tok.pad_token_id, bos_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
 
 # %% ../nbs/06a_vllm.ipynb #fb93462d
+def tp_expert_shard(w13:torch.Tensor, # fused gate and up projections [E, 2I, H] (transformers' `gate_up_proj`)
+                    w2:torch.Tensor, # down projections [E, H, I] (`down_proj`)
+                    rank:int, # this worker's tensor-parallel rank
+                    size:int, # the tensor-parallel size
+                    padded:int, # vLLM's intermediate size per rank after its kernel's zero padding (>= I / size)
+                   )->tuple[torch.Tensor, torch.Tensor]:
+    ("This TP rank's experts as vLLM's CPU MoE layer holds them: rows `rank` of gate and of up, columns of down "
+     "(vLLM shards the intermediate dimension), zero-padded to `padded` as `CPUExperts._pad_moe_intermediate` does.")
+    I = w2.shape[-1] // size
+    own = slice(rank * I, (rank + 1) * I)
+    gate, up = w13.chunk(2, 1)
+    g13 = w13.new_zeros(w13.shape[0], 2 * padded, w13.shape[2])
+    g13[:, :I], g13[:, padded:padded + I] = gate[:, own], up[:, own]
+    g2 = w2.new_zeros(*w2.shape[:2], padded)
+    g2[..., :I] = w2[..., own]
+    return g13, g2
+
 def write_cpu_moe_experts(vmodel, # vLLM's model module (Qwen3-Omni's thinker)
                           experts:dict[str, torch.Tensor], # fused expert weights by checkpoint name
                           adapter, # the family's adapter: `expert_key` names them, `vllm_experts` places them
                          ):
-    "Write fused transformers expert weights into vLLM's CPU MoE layers, prepacked as its kernel expects."
+    ("Write fused transformers expert weights (whole) into vLLM's CPU MoE layers: this TP rank's shard, padded and "
+     "prepacked as its kernel expects.")
     from vllm._custom_ops import cpu_prepack_moe_weight
+    from vllm.distributed import get_tensor_model_parallel_rank, get_tensor_model_parallel_world_size
+    tp_rank, tp_size = get_tensor_model_parallel_rank(), get_tensor_model_parallel_world_size()
     layers = {}
     for k, v in experts.items():
         i, kind = adapter.expert_key.search(k).groups()
@@ -112,12 +132,12 @@ def write_cpu_moe_experts(vmodel, # vLLM's model module (Qwen3-Omni's thinker)
     for i, ws in sorted(layers.items()):
         routed = vmodel.get_submodule(adapter.vllm_experts.format(i))
         kernel = routed.quant_method.moe_kernel.impl.fused_experts
-        w13, w2 = ws['gate_up_proj'], ws['down_proj']
-        if (getattr(kernel, '_use_zentorch', False)
-                or kernel._padded_intermediate_size(kernel.moe_config) != w2.shape[-1]):
-            raise NotImplementedError(f"layer {i}: vLLM pads or repacks these experts "
-                                      f"(moe_intermediate_size={w2.shape[-1]}); the direct expert write supports "
-                                      "multiples of 32 with vLLM's built-in CPU kernels")
+        if getattr(kernel, '_use_zentorch', False) or routed.w13_weight.shape[0] != ws['down_proj'].shape[0]:
+            raise NotImplementedError(f"layer {i}: vLLM repacks these experts (zentorch) or shards them over "
+                                      "ranks (expert parallel); the direct expert write supports vLLM's built-in CPU "
+                                      "kernels, experts sharded by tensor parallelism only")
+        w13, w2 = tp_expert_shard(ws['gate_up_proj'], ws['down_proj'], tp_rank, tp_size,
+                                  kernel._padded_intermediate_size(kernel.moe_config))
         routed.w13_weight.copy_(cpu_prepack_moe_weight(w13.to(routed.w13_weight.dtype).contiguous(), kernel.isa))
         routed.w2_weight.copy_(cpu_prepack_moe_weight(w2.to(routed.w2_weight.dtype).contiguous(), kernel.isa))
 
