@@ -707,7 +707,8 @@ def config_errors(cfg:Config, # the config to check
                   given:set[str]=frozenset(), # keys set explicitly (besides those changed from their defaults)
                  )->list[str]:
     "Every problem of `cfg` the config alone shows: values out of range, values that do not work together, inert keys."
-    return range_errors(cfg) + combination_errors(cfg) + tensor_parallel_errors(cfg) + list(inert_keys(cfg, set(given) | changed_keys(cfg)).values())
+    return (range_errors(cfg) + combination_errors(cfg) + tensor_parallel_errors(cfg)
+            + list(inert_keys(cfg, set(given) | changed_keys(cfg)).values()))
 
 def check_config(cfg:Config, # the config to check
                  given:set[str]=frozenset(), # keys set explicitly (besides those changed from their defaults)

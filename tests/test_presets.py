@@ -165,7 +165,7 @@ def test_verl_key_names_ours(verl, key):
 
 
 def test_config_refuses_tensor_parallel_beyond_a_node(tmp_path, thinker):
-    "The presets' TP=2 builds; a TP size that does not divide a node's devices is refused with one line, naming the key."
+    "The presets' TP=2 builds; a TP size not dividing a node's devices is refused with one line, naming the key."
     r = cli('train', 'recipe=gsm8k', 'preset=gpu-lora', 'hardware.device=cpu', 'hardware.gpus_per_node=1',
             'data.train_batch_size=16', f'model.path={thinker}', cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.count('\n') == 1, r.stderr

@@ -48,6 +48,11 @@ def _change_adapters(model, seed:int):
                 local.add_(torch.randn(local.shape, generator=g) * 0.5)
 
 
+def _engine_numel(worker)->int:
+    "Elements of the weights vLLM's worker holds (its TP shard)."
+    return sum(p.numel() for p in worker.model_runner.get_model().parameters())
+
+
 def _worker(rank, tp, folder, port):
     os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(WORLD), MASTER_ADDR='127.0.0.1',
                       MASTER_PORT=str(port))
@@ -78,7 +83,9 @@ def _worker(rank, tp, folder, port):
     mine = [ps[i] for i in ROWS[rank]]
     eng = VLLMEngine.from_config(m, tok, ad, proc, cfg)
     g = eng.generate(mine, greedy=True)
-    res = {'greedy': [g.response_ids[j][g.response_mask[j].bool()].tolist() for j in range(len(mine))]}
+    res = {'greedy': [g.response_ids[j][g.response_mask[j].bool()].tolist() for j in range(len(mine))],
+           'group': 1 if eng.tp_group is None else eng.tp_group.world_size,   # the ranks of this rank's engine
+           'numel': eng.llm.collective_rpc(_engine_numel)[0]}
     res['before'] = _pearson(eng.generate(mine, n=4, seed=1), m, ad)
     _change_adapters(m, 5)
     res['unsynced'] = _pearson(eng.generate(mine, n=4, seed=2), m, ad)
@@ -106,6 +113,13 @@ def runs(tmp_path_factory):
     return out
 
 
+def test_tp2_is_one_engine_of_two_ranks(runs):
+    assert [r['group'] for r in runs[1]] == [1, 1] and [r['group'] for r in runs[2]] == [2, 2]
+    whole, shard = runs[1][0]['numel'], runs[2][0]['numel']
+    print(f'engine weights per rank: TP 1 {whole:,} elements, TP 2 {shard:,}')
+    assert shard < whole, (whole, shard)   # each rank holds its shard of the decoder (vLLM keeps the towers whole)
+
+
 def test_tp2_greedy_tokens_are_tp1s(runs):
     test = [r['greedy'] for r in runs[2]]
     assert test == [r['greedy'] for r in runs[1]], test
@@ -119,3 +133,18 @@ def test_parity_before_and_after_sync(runs, tp):
               f"after {r['after']:.6f}; sync {r['sync_s']:.3f} s ({r['sync']}), every weight {r['full_sync_s']:.3f} s")
         assert r['before'] >= BAR and r['after'] >= BAR, r
         assert r['unsynced'] < BAR, r   # without the sync the bar fails: the engine samples the old weights
+
+
+def test_front_door_train_with_a_tp2_engine(ray_cluster, tmp_path):
+    "`omni-gspo train` on 2 CPU ranks through Ray, one TP-2 vLLM engine: step 2 samples the weights step 1 synced."
+    from console import run_main
+    from omni_gspo.viz import read_metrics
+    small = {'data.train_batch_size': 4, 'actor.ppo_mini_batch_size': 2, 'rollout.n': 4, 'rollout.response_length': 16,
+             'trainer.test_freq': 0, 'logging.progress_bar': False, 'hardware.gpus_per_node': 2, 'actor.fsdp': True,
+             'rollout.engine': 'vllm', 'rollout.tensor_parallel_size': 2, 'trainer.max_steps': 2,
+             'trainer.output_dir': str(tmp_path/'run')}
+    r = run_main('train', 'recipe=gsm8k', *(f'{k}={v}' for k, v in small.items()), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-4000:]
+    rows = read_metrics(next((tmp_path/'run').rglob('metrics.jsonl')))
+    assert [x['training/global_step'] for x in rows] == [1, 2]
+    assert all(x['training/rollout_actor_probs_pearson_corr'] > BAR for x in rows), rows
