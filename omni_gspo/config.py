@@ -690,15 +690,16 @@ def tensor_parallel_errors(cfg:Config, # the config to check
                           )->list[str]:
     ("What `rollout.tensor_parallel_size` > 1 does not run with: a TP engine is a group of consecutive trainer ranks "
      "of one node, colocated (06a_vllm), so the size divides a node's devices and the engine is `vllm`.")
-    t, r, hw = cfg.rollout.tensor_parallel_size, cfg.rollout, cfg.hardware
+    v = flat_config(cfg)   # a check is no read of the key (`unread_keys`)
+    t, G, engine = v['rollout.tensor_parallel_size'], v['hardware.gpus_per_node'], v['rollout.engine']
     if t == 1 or t not in (1, 2, 4, 8): return []   # out of range: `range_errors` says so
     why = f'rollout.tensor_parallel_size={t}'
-    checks = [(hw.gpus_per_node % t == 0, f'{why} must divide hardware.gpus_per_node ({hw.gpus_per_node}): one '
-                                          "engine's ranks share a node; set it to a divisor or 1"),
-              (r.engine == 'vllm', f"{why} runs rollout.engine='vllm' only (got {r.engine!r}: hf samples on the "
+    checks = [(G % t == 0, f"{why} must divide hardware.gpus_per_node ({G}): one engine's ranks share a node; set it "
+                           'to a divisor or 1'),
+              (engine == 'vllm', f"{why} runs rollout.engine='vllm' only (got {engine!r}: hf samples on the "
                "actor's module; vllm_omni's stage would spawn its own TP workers, which the in-process weight sync "
                "does not reach); set rollout.engine=vllm or rollout.tensor_parallel_size=1"),
-              (r.placement == 'colocated', f"{why} with rollout.placement='separate': the rollout group's engines "
+              (v['rollout.placement'] == 'colocated', f"{why} with rollout.placement='separate': the rollout group's engines "
                "are TP 1 for now; set rollout.placement=colocated or rollout.tensor_parallel_size=1")]
     return [msg for ok, msg in checks if not ok]
 
