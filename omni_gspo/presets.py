@@ -90,9 +90,6 @@ def preset_config(recipe:str|None=None, # recipe name (`recipes()`); None: `DEFA
 def missing_features(cfg:Config)->list[str]:
     "What `cfg` asks for that this project cannot run yet: `train` refuses it with these messages."
     r, out = cfg.rollout, []
-    if r.tensor_parallel_size != 1:
-        out.append(f"rollout.tensor_parallel_size={r.tensor_parallel_size}: tensor-parallel rollout engines are not "
-                   "implemented yet (issue 29; each rank holds one whole engine); set rollout.tensor_parallel_size=1")
     if cfg.hardware.device == 'npu' and r.engine != 'hf':
         out.append(f"rollout.engine={r.engine!r} on hardware.device='npu': the vLLM engines are wired for CUDA and "
                    "CPU only (vllm-ascend is not; the memory share and graphs would be ignored); set rollout.engine=hf")

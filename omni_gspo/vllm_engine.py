@@ -22,9 +22,9 @@ from .platform import (cuda_available, ipc_collect, rank, release_cached_memory,
 
 # %% auto #0
 __all__ = ['RELOAD_CHATTER', 'dedup_pads', 'prompt_media', 'build_request', 'export_for_vllm', 'tiny_causal_lm_config',
-           'write_cpu_moe_experts', 'load_weights_on_worker', 'ReloadMessages', 'quiet_reload', 'unsynced',
-           'SyncReport', 'probe_image', 'mrope_agrees', 'shift_offsets', 'fix_mrope_on_worker', 'VLLMEngine',
-           'vllm_settings', 'omni_deploy_config', 'write_deploy_config', 'omni_engine_args',
+           'tp_expert_shard', 'write_cpu_moe_experts', 'load_weights_on_worker', 'ReloadMessages', 'quiet_reload',
+           'unsynced', 'SyncReport', 'probe_image', 'mrope_agrees', 'shift_offsets', 'fix_mrope_on_worker',
+           'VLLMEngine', 'vllm_settings', 'omni_deploy_config', 'write_deploy_config', 'omni_engine_args',
            'load_shared_weights_on_worker', 'VLLMOmniEngine']
 
 # %% ../nbs/06a_vllm.ipynb #02106c37
@@ -99,12 +99,32 @@ def tiny_causal_lm_config(tok, # the tokenizer whose vocabulary the model covers
                        pad_token_id=tok.pad_token_id, bos_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
 
 # %% ../nbs/06a_vllm.ipynb #fb93462d
+def tp_expert_shard(w13:torch.Tensor, # fused gate and up projections [E, 2I, H] (transformers' `gate_up_proj`)
+                    w2:torch.Tensor, # down projections [E, H, I] (`down_proj`)
+                    rank:int, # this worker's tensor-parallel rank
+                    size:int, # the tensor-parallel size
+                    padded:int, # vLLM's intermediate size per rank after its kernel's zero padding (>= I / size)
+                   )->tuple[torch.Tensor, torch.Tensor]:
+    ("This TP rank's experts as vLLM's CPU MoE layer holds them: rows `rank` of gate and of up, columns of down "
+     "(vLLM shards the intermediate dimension), zero-padded to `padded` as `CPUExperts._pad_moe_intermediate` does.")
+    I = w2.shape[-1] // size
+    own = slice(rank * I, (rank + 1) * I)
+    gate, up = w13.chunk(2, 1)
+    g13 = w13.new_zeros(w13.shape[0], 2 * padded, w13.shape[2])
+    g13[:, :I], g13[:, padded:padded + I] = gate[:, own], up[:, own]
+    g2 = w2.new_zeros(*w2.shape[:2], padded)
+    g2[..., :I] = w2[..., own]
+    return g13, g2
+
 def write_cpu_moe_experts(vmodel, # vLLM's model module (Qwen3-Omni's thinker)
                           experts:dict[str, torch.Tensor], # fused expert weights by checkpoint name
                           adapter, # the family's adapter: `expert_key` names them, `vllm_experts` places them
                          ):
-    "Write fused transformers expert weights into vLLM's CPU MoE layers, prepacked as its kernel expects."
+    ("Write fused transformers expert weights (whole) into vLLM's CPU MoE layers: this TP rank's shard, padded and "
+     "prepacked as its kernel expects.")
     from vllm._custom_ops import cpu_prepack_moe_weight
+    from vllm.distributed import get_tensor_model_parallel_rank, get_tensor_model_parallel_world_size
+    tp_rank, tp_size = get_tensor_model_parallel_rank(), get_tensor_model_parallel_world_size()
     layers = {}
     for k, v in experts.items():
         i, kind = adapter.expert_key.search(k).groups()
@@ -112,12 +132,12 @@ def write_cpu_moe_experts(vmodel, # vLLM's model module (Qwen3-Omni's thinker)
     for i, ws in sorted(layers.items()):
         routed = vmodel.get_submodule(adapter.vllm_experts.format(i))
         kernel = routed.quant_method.moe_kernel.impl.fused_experts
-        w13, w2 = ws['gate_up_proj'], ws['down_proj']
-        if (getattr(kernel, '_use_zentorch', False)
-                or kernel._padded_intermediate_size(kernel.moe_config) != w2.shape[-1]):
-            raise NotImplementedError(f"layer {i}: vLLM pads or repacks these experts "
-                                      f"(moe_intermediate_size={w2.shape[-1]}); the direct expert write supports "
-                                      "multiples of 32 with vLLM's built-in CPU kernels")
+        if getattr(kernel, '_use_zentorch', False) or routed.w13_weight.shape[0] != ws['down_proj'].shape[0]:
+            raise NotImplementedError(f"layer {i}: vLLM repacks these experts (zentorch) or shards them over "
+                                      "ranks (expert parallel); the direct expert write supports vLLM's built-in CPU "
+                                      "kernels, experts sharded by tensor parallelism only")
+        w13, w2 = tp_expert_shard(ws['gate_up_proj'], ws['down_proj'], tp_rank, tp_size,
+                                  kernel._padded_intermediate_size(kernel.moe_config))
         routed.w13_weight.copy_(cpu_prepack_moe_weight(w13.to(routed.w13_weight.dtype).contiguous(), kernel.isa))
         routed.w2_weight.copy_(cpu_prepack_moe_weight(w2.to(routed.w2_weight.dtype).contiguous(), kernel.isa))
 
@@ -294,6 +314,7 @@ class VLLMEngine:
         self._own_workdir, self.workdir = workdir is None, Path(workdir or tempfile.mkdtemp(prefix='omni_gspo_vllm_'))
         folder = export_for_vllm(model, tok, self.workdir/'policy', processor, weights=False, adapter=adapter)
         kw = self._llm_kwargs(model, dtype or next(model.parameters()).dtype, max_model_len, seed, fp32_logits)
+        self.tp_group = None   # vLLM's tensor-parallel group of this rank's engine, when it spans several ranks
         self.llm = self._make_llm(folder, kw | llm_kwargs)
         if adapter.mrope_probe and self.checks_media_positions:
             self.llm.collective_rpc(fix_mrope_on_worker, args=(adapter.mrope_probe,))
@@ -336,16 +357,22 @@ def from_config(cls:VLLMEngine, model, # the policy module the engine samples fr
     return cls(model, tok, rc, processor=processor, banned=adapter.banned_token_ids(model), seed=cfg.trainer.seed,
                adapter=adapter,
                max_model_len=cfg.data.max_prompt_length + rc.response_length, fp32_logits=cfg.model.fp32_logits,
+               tensor_parallel_size=rc.tensor_parallel_size,
                **vllm_settings(rc.vllm))
 
 @patch
 def _make_llm(self:VLLMEngine, folder, kw):
     from vllm import LLM
-    if kw.get('tensor_parallel_size', 1) > 1:   # worker processes would need a serialising transport (vllm_cpu.md §4b)
-        raise NotImplementedError("VLLMEngine hands weights to an in-process worker: tensor_parallel_size must be 1")
-    # one engine per rank, in the trainer's group
+    # one worker per rank, in the trainer's group: consecutive ranks form a tensor-parallel engine (see above)
     if world_size() > 1: kw = {'distributed_executor_backend': 'external_launcher'} | kw
-    return LLM(model=str(folder), **kw)
+    elif kw.get('tensor_parallel_size', 1) > 1:
+        raise ValueError(f"tensor_parallel_size={kw['tensor_parallel_size']} on one rank: a tensor-parallel engine "
+                         "spans that many trainer ranks (external launcher); run with as many ranks")
+    llm = LLM(model=str(folder), **kw)
+    if kw.get('tensor_parallel_size', 1) > 1:
+        from vllm.distributed.parallel_state import get_tp_group
+        self.tp_group = get_tp_group()
+    return llm
 
 # %% ../nbs/06a_vllm.ipynb #c80e8324
 @patch
@@ -460,14 +487,28 @@ def generate(self:VLLMEngine, prompts:list, # `Prompt`s: token ids and, for imag
      "its processor features.")
     if self.asleep: raise RuntimeError(f"generate() while the engine sleeps ({', '.join(sorted(self.asleep))}): call "
                                        "wake() first")
+    mine, (prompts, lo, seed) = len(prompts), self._group_prompts(prompts, seed)   # the TP group's union
     media = [prompt_media(p.example) for p in prompts]
     if any(m and not p.mm for m, p in zip(media, prompts)):
         raise ValueError("multimodal prompts need their processor features (`Prompt.mm`) too: the actor recomputes "
                          "with them")
     params = [self._sampling(n, greedy) for _ in prompts]
     ids = [p.ids for p in prompts]
-    with seeded_rng(seed, self.device): outs = self._generate(self._requests(ids, media), params, on_finish)
-    return self._rollout(ids, outs, n, [p.mm for p in prompts for _ in range(n)])
+    own = slice(lo, lo + mine)
+    report = on_finish and (lambda i, r: on_finish(i - lo, r) if lo <= i < lo + mine else None)
+    with seeded_rng(seed, self.device): outs = self._generate(self._requests(ids, media), params, report)
+    return self._rollout(ids[own], outs[own], n, [p.mm for p in prompts[own] for _ in range(n)])
+
+@patch
+def _group_prompts(self:VLLMEngine, prompts:list, seed:int|None)->tuple[list, int, int|None]:
+    ("The prompts of this rank's tensor-parallel group, ranks in order, its own first row in them, and the group's "
+     "seed (its first rank's): every rank of an engine must run the same requests, as vLLM's torchrun example does.")
+    g = self.tp_group
+    if g is None: return prompts, 0, seed
+    shares = [None] * g.world_size
+    torch.distributed.all_gather_object(shares, (prompts, seed), group=g.cpu_group)
+    lo = sum(len(p) for p, _ in shares[:g.rank_in_group])
+    return [q for p, _ in shares for q in p], lo, shares[0][1]
 
 @patch
 def _rollout(self:VLLMEngine, prompts, outs, n, mm)->Rollout:

@@ -116,7 +116,7 @@ def test_preset_equals_its_upstream_script(preset, recipe, thinker):
         assert shown[key] == get_key(built, key) == ours(key, value), (key, verl, value, shown[key])
         if verl and verl.removeprefix(A) != key: assert key in verl_equivalent(verl), (verl, key)
     assert shown['model.freeze_audio_tower'] and shown['actor.fsdp']                    # the towers stay frozen, FSDP2
-    assert missing_features(built)                                         # TP 2 (and NPU vLLM) do not run yet
+    assert bool(missing_features(built)) == (preset == 'npu-full')      # TP 2 runs; vLLM on an NPU does not yet
 
 
 def test_preset_opd_teacher_is_a_second_checkpoint(tmp_path):
@@ -164,11 +164,12 @@ def test_verl_key_names_ours(verl, key):
     assert r.returncode == 2 and r.stderr.count('\n') == 1 and key in r.stderr, r.stderr
 
 
-def test_train_refuses_tensor_parallel_rollout(tmp_path, thinker):
-    "The presets' TP=2 is refused by `train` with one line, before anything loads; `config` printed it above."
-    r = cli('train', 'recipe=gsm8k', 'preset=gpu-lora', 'hardware.device=cpu', f'model.path={thinker}', cwd=tmp_path)
+def test_config_refuses_tensor_parallel_beyond_a_node(tmp_path, thinker):
+    "The presets' TP=2 builds; a TP size not dividing a node's devices is refused with one line, naming the key."
+    r = cli('train', 'recipe=gsm8k', 'preset=gpu-lora', 'hardware.device=cpu', 'hardware.gpus_per_node=1',
+            'data.train_batch_size=16', f'model.path={thinker}', cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.count('\n') == 1, r.stderr
-    assert 'not supported yet: rollout.tensor_parallel_size=2: tensor-parallel rollout engines' in r.stderr
+    assert 'rollout.tensor_parallel_size=2 must divide hardware.gpus_per_node (1)' in r.stderr
     assert not (tmp_path/'runs').exists()
 
 
