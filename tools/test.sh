@@ -58,7 +58,7 @@ if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped$ ]]; the
 else failed=$((failed+1)); fi
 
 stage tests "tests/"
-python -m pytest tests -q -p no:cacheprovider 2>&1 | tee .ci/logs/pytest.log
+python -m pytest tests -q -p no:cacheprovider --durations=40 2>&1 | tee .ci/logs/pytest.log
 line=$(grep -E '(passed|failed|error|skipped)' .ci/logs/pytest.log | tail -1)
 n() { [[ $line =~ ([0-9]+)\ $1 ]] && echo "${BASH_REMATCH[1]}" || echo 0; }
 passed=$((passed+$(n passed))); failed=$((failed+$(n failed)+$(n error))); skipped=$((skipped+$(n skipped)))
