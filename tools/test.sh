@@ -28,8 +28,12 @@ check() { # name, command...: one pass or one failure
 }
 
 stage apt "system packages (espeak-ng speaks the generated AVQA questions, else they are tones; chromium runs tests/test_browser.py)"
+# apt runs in the background while pip installs (both mostly wait on downloads and unpacking): joined before the cache stage.
+apt_pid=''
 if ! { command -v espeak-ng && command -v chromium; } >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
-  { apt-get update -qq && apt-get install -y -qq espeak-ng chromium; } > .ci/logs/apt.log 2>&1 || echo "espeak-ng or chromium not installed (see .ci/logs/apt.log)"
+  { { apt-get update -qq && apt-get install -y -qq espeak-ng chromium; } > .ci/logs/apt.log 2>&1 \
+      || echo "espeak-ng or chromium not installed (see .ci/logs/apt.log)"; } &
+  apt_pid=$!
 fi
 
 stage install "install into $VENV (the project, its dev tools, and vLLM for CPUs)"
@@ -46,6 +50,9 @@ check nbdev_clean bash -c 'nbdev_clean && test -z "$(git status --porcelain -- n
 check nbdev_export bash -c 'nbdev_export && test -z "$(git status --porcelain -- omni_gspo)" || { git status --short -- omni_gspo; echo "run nbdev_export"; false; }'
 check readme bash -c 'python tools/readme.py && git diff --exit-code -- README.md || { echo "run python tools/readme.py"; false; }'
 check nb_size python tools/check_nb_size.py     # committed notebooks: no outputs, at most 200 kB each
+
+stage apt_wait "wait for the system packages"
+[ -z "$apt_pid" ] || wait "$apt_pid"
 
 stage cache "build the offline tokenizer and tiny models once ($OMNI_GSPO_CACHE)"
 check build_cache python -c "from omni_gspo.tiny import tiny_model_dir; from omni_gspo.tokenizer import qwen_tokenizer; qwen_tokenizer(); print(tiny_model_dir('small', 300), tiny_model_dir('omni', 300))"
