@@ -28,8 +28,12 @@ check() { # name, command...: one pass or one failure
 }
 
 stage apt "system packages (espeak-ng speaks the generated AVQA questions, else they are tones; chromium runs tests/test_browser.py)"
+# apt runs in the background while pip installs (both mostly wait on downloads and unpacking): joined before the cache stage.
+apt_pid=''
 if ! { command -v espeak-ng && command -v chromium; } >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
-  { apt-get update -qq && apt-get install -y -qq espeak-ng chromium; } > .ci/logs/apt.log 2>&1 || echo "espeak-ng or chromium not installed (see .ci/logs/apt.log)"
+  { { apt-get update -qq && apt-get install -y -qq espeak-ng chromium; } > .ci/logs/apt.log 2>&1 \
+      || echo "espeak-ng or chromium not installed (see .ci/logs/apt.log)"; } &
+  apt_pid=$!
 fi
 
 stage install "install into $VENV (the project, its dev tools, and vLLM for CPUs)"
@@ -47,6 +51,9 @@ check nbdev_export bash -c 'nbdev_export && test -z "$(git status --porcelain --
 check readme bash -c 'python tools/readme.py && git diff --exit-code -- README.md || { echo "run python tools/readme.py"; false; }'
 check nb_size python tools/check_nb_size.py     # committed notebooks: no outputs, at most 200 kB each
 
+stage apt_wait "wait for the system packages"
+[ -z "$apt_pid" ] || wait "$apt_pid"
+
 stage cache "build the offline tokenizer and tiny models once ($OMNI_GSPO_CACHE)"
 check build_cache python -c "from omni_gspo.tiny import tiny_model_dir; from omni_gspo.tokenizer import qwen_tokenizer; qwen_tokenizer(); print(tiny_model_dir('small', 300), tiny_model_dir('omni', 300))"
 
@@ -58,7 +65,7 @@ if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped$ ]]; the
 else failed=$((failed+1)); fi
 
 stage tests "tests/"
-python -m pytest tests -q -p no:cacheprovider 2>&1 | tee .ci/logs/pytest.log
+python -m pytest tests -q -p no:cacheprovider --durations=40 2>&1 | tee .ci/logs/pytest.log
 line=$(grep -E '(passed|failed|error|skipped)' .ci/logs/pytest.log | tail -1)
 n() { [[ $line =~ ([0-9]+)\ $1 ]] && echo "${BASH_REMATCH[1]}" || echo 0; }
 passed=$((passed+$(n passed))); failed=$((failed+$(n failed)+$(n error))); skipped=$((skipped+$(n skipped)))
