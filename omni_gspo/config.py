@@ -696,13 +696,13 @@ def tensor_parallel_errors(cfg:Config, # the config to check
     t, G, engine = v['rollout.tensor_parallel_size'], v['hardware.gpus_per_node'], v['rollout.engine']
     if t == 1 or t not in (1, 2, 4, 8): return []   # out of range: `range_errors` says so
     why = f'rollout.tensor_parallel_size={t}'
-    checks = [(G % t == 0, f"{why} must divide hardware.gpus_per_node ({G}): one engine's ranks share a node; set it "
+    checks = [(_divides(t, G), f"{why} must divide hardware.gpus_per_node ({G}): one engine's ranks share a node; set it "
                            'to a divisor or 1'),
               (engine == 'vllm', f"{why} runs rollout.engine='vllm' only (got {engine!r}: hf samples on the "
                "actor's module; vllm_omni's stage would spawn its own TP workers, which the in-process weight sync "
                "does not reach); set rollout.engine=vllm or rollout.tensor_parallel_size=1"),
-              (v['rollout.placement'] == 'colocated', f"{why} with rollout.placement='separate': the rollout group's engines "
-               "are TP 1 for now; set rollout.placement=colocated or rollout.tensor_parallel_size=1")]
+              (v['rollout.placement'] == 'colocated', f"{why} with rollout.placement='separate': the rollout "
+               "group's engines are TP 1 for now; set rollout.placement=colocated or rollout.tensor_parallel_size=1")]
     return [msg for ok, msg in checks if not ok]
 
 # %% ../nbs/00_config.ipynb #a9f8b281
