@@ -33,9 +33,10 @@ notebook)   # NB_RESUME=1: go on from the train leg's run folder (trainer.resume
   ov=$(for kv in "${FIT[@]}" rollout.response_length=512 hardware.gpus_per_node=1 rollout.tensor_parallel_size=1 \
          trainer.test_freq=0 logging.progress_bar=false; do printf '"%s": %s, ' "${kv%%=*}" "${kv#*=}"; done)
   ov="$ov \"logging.loggers\": [console], \"logging.plot\": false, \"reward.custom_function\": ascii_fraction"
-  if [ "${NB_RESUME:-0}" = 1 ]; then ov="$ov, \"trainer.output_dir\": $RUN, \"trainer.resume\": auto, \"trainer.save_freq\": 3"
-  else ov="$ov, \"trainer.output_dir\": /tmp/fd_nb"; fi
+  NB_RUN=/tmp/fd_nb; [ "${NB_RESUME:-0}" = 1 ] && NB_RUN=$RUN
+  ov="$ov, \"trainer.output_dir\": $NB_RUN"
+  [ "${NB_RESUME:-0}" = 1 ] && ov="$ov, \"trainer.resume\": auto, \"trainer.save_freq\": 3"
   python3 -m papermill nbs/train_avqa.ipynb "$OUT/train_avqa_gpu.ipynb" -p hardware gpu -p preset gpu-lora -p model_path $CKPT \
-    -p max_steps ${NB_STEPS:-2} -y "overrides: {${ov}}" 2>&1 | tail -20
-  cp $RUN/metrics.jsonl "$OUT/metrics_notebook.jsonl" 2>/dev/null || true ;;
+    -p max_steps ${NB_STEPS:-2} -y "overrides: {${ov}}" 2>&1 | tee "$OUT/notebook.log" | tail -20
+  cp $NB_RUN/metrics.jsonl "$OUT/metrics_notebook.jsonl" ;;
 esac
