@@ -4,7 +4,7 @@
 
 # %% ../nbs/08a_loggers.ipynb #c8b9a731
 from __future__ import annotations
-import configparser, importlib.util, json, math, netrc, os, time
+import configparser, importlib.util, json, math, netrc, os, sys, time
 from pathlib import Path
 from urllib.parse import urlsplit
 from .config import ConfigError, LOGGERS, LoggingConfig
@@ -170,17 +170,16 @@ def wandb_history(run_file:str|Path)->list[dict]:
 # %% ../nbs/08a_loggers.ipynb #673d7ce6
 def dashboard_keys(rows:list[dict])->list[str]:
     "`CURVES`, then the validation accuracies, the step-time parts and the lower clip fraction present in `rows`."
-    from omni_gspo.viz import CURVES
+    from omni_gspo.curves import CURVES
     seen = dict.fromkeys(k for r in rows for k in r)
     extra = [k for k in seen if (k.startswith('val-core/') and k.endswith('@1'))
              or (k.startswith('timing_s/') and k != 'timing_s/step')]
     return list(dict.fromkeys([*CURVES, *sorted(extra), 'actor/pg_clipfrac_lower']))
 
 def in_notebook()->bool:
-    "Whether an IPython kernel (Jupyter, papermill) runs this code."
-    try: from IPython import get_ipython
-    except ImportError: return False
-    return getattr(get_ipython(), 'kernel', None) is not None
+    "Whether an IPython kernel (Jupyter, papermill) runs this code; a process that never imported IPython runs none."
+    ipython = sys.modules.get('IPython')      # never imported here: a headless run does not load it to ask
+    return ipython is not None and getattr(ipython.get_ipython(), 'kernel', None) is not None
 
 class DashboardLogger:
     "Curves of all steps so far: updated in place in a notebook, written to `run_dir/metrics.html`."
@@ -189,11 +188,11 @@ class DashboardLogger:
                  every_s:float=10.0): # least seconds between two writes of metrics.html
         self.path, self.show, self.every_s = (Path(run_dir)/'metrics.html', in_notebook() if show is None else show,
                                               every_s)
-        from omni_gspo.viz import read_metrics
+        from omni_gspo.curves import read_metrics
         jsonl = Path(run_dir)/'metrics.jsonl'      # a resumed run's earlier steps (the trainer trims the file first)
         self.rows, self.handle, self.written = read_metrics(jsonl) if jsonl.exists() else [], None, -math.inf
     def figure(self):
-        from omni_gspo.viz import metrics_figure
+        from omni_gspo.curves import metrics_figure
         return metrics_figure(self.rows, dashboard_keys(self.rows))
     def log(self, metrics:dict, # metric name -> value of this step
             step:int, # training step
@@ -206,7 +205,7 @@ class DashboardLogger:
             else: self.handle.update(bundle, raw=True)
         if time.monotonic() - self.written >= self.every_s: self.write()
     def write(self):
-        from omni_gspo.viz import write_metrics_html
+        from omni_gspo.curves import write_metrics_html
         write_metrics_html(self.rows, self.path, dashboard_keys(self.rows)); self.written = time.monotonic()
     def close(self):
         if self.rows: self.write()
