@@ -59,7 +59,8 @@ def parse_prompt(prompt, # the row's `prompt`: a list of {'role', 'content'}
 # %% ../nbs/02a_media.ipynb #54343e07
 class MediaError(DataError):
     "A media item that cannot be loaded; `reason` is the key it is counted under when bad rows are skipped."
-    def __init__(self, reason:str, msg:str):
+    def __init__(self, reason:str, # the count it is kept under when bad rows are skipped, e.g. 'missing_file'
+                 msg:str): # the message, naming the file and row
         super().__init__(msg)
         self.reason = reason
 

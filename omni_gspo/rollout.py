@@ -94,7 +94,9 @@ class HFEngine:
     "Rollout engine on the actor's own module with transformers `generate` (weights shared, no sync)."
     def sleep(self): "Nothing to release: the engine is the actor's module."
     def wake(self, tags=('weights', 'kv_cache')): "Nothing to restore."
-    def sync_weights(self, model, step:int|None=None)->dict: return {}   # the weights are the actor's own
+    def sync_weights(self, model, # the actor's module
+                     step:int|None=None, # the training step (for the report)
+                    )->dict: return {}   # the weights are the actor's own
     def close(self): "Nothing to shut down."
 
     def __init__(self, model, # the actor's module, sampled from as it is
@@ -200,9 +202,12 @@ DECODE_COMPILE_OPTIONS = {'triton.cudagraphs': True,         # mode 'reduce-over
 
 STOP_EVERY = 8     # decode steps between checks that every row has ended (each check waits for the device)
 
-def decode_loop(model, input_ids, logits_processor,
+def decode_loop(model, # the policy `generate` was called on
+                input_ids, # [B, P] the prompts
+                logits_processor, # transformers' processors (temperature, banned tokens)
                 stopping_criteria, # unused: the loop stops on max_new_tokens and the end-of-turn ids itself
-                generation_config, **model_kwargs)->torch.Tensor:
+                generation_config, # transformers' GenerationConfig of the call
+                **model_kwargs)->torch.Tensor: # attention mask, cache, media features
     ("Sampling loop for `generate(custom_generate=decode_loop)`: transformers' `_sample`, "
      "checking for the end every `STOP_EVERY` steps.")
     forward = (model.get_compiled_call(generation_config.compile_config)
@@ -245,8 +250,14 @@ def _static_decode(self:HFEngine, rows:int, # sequences decoded together
 # %% ../nbs/06_rollout.ipynb #129404e3
 GROUPED_DECODE = 'sdpa_grouped_decode'   # the attention implementation the fast path decodes with
 
-def grouped_decode_attention(module, query, key, value, # [B, H, Q, d] queries; [B, H_kv, L, d] keys and values
-                             attention_mask, dropout:float=0.0, scaling:float|None=None, **kwargs):
+def grouped_decode_attention(module, # the attention layer
+                             query, # [B, H, Q, d]
+                             key, # [B, H_kv, L, d]
+                             value, # [B, H_kv, L, d]
+                             attention_mask, # as transformers passes it to `sdpa`
+                             dropout:float=0.0, # attention dropout (the fast path needs 0)
+                             scaling:float|None=None, # the softmax scale; None: 1/sqrt(d)
+                             **kwargs): # the rest of transformers' attention arguments
     ("transformers' `sdpa` attention, except for one query token per row: each key/value head's query heads "
      "become its query positions, so keys and values are not repeated.")
     b, h, q, d = query.shape

@@ -26,7 +26,10 @@ def token_ids(tok)->dict:
             | {'user_token_id': tok.convert_tokens_to_ids('user') or 0})
 
 def tiny_thinker_config(tok, # tokenizer whose ids the model uses
-                        hidden:int=64, layers:int=2, experts:int=4)->Qwen3OmniMoeThinkerConfig:
+                        hidden:int=64, # text hidden size
+                        layers:int=2, # text decoder layers
+                        experts:int=4, # routed experts per MoE layer
+                       )->Qwen3OmniMoeThinkerConfig:
     "Config of a tiny random Qwen3-Omni thinker (MoE text decoder, vision and audio towers)."
     vocab = QWEN3_OMNI_VOCAB_SIZE if len(tok) > QWEN3_OMNI_VOCAB_SIZE - 1000 else math.ceil(len(tok) / 64) * 64
     text = dict(vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
@@ -46,8 +49,13 @@ def tiny_thinker_config(tok, # tokenizer whose ids the model uses
                                      position_id_per_seconds=13, seconds_per_chunk=2, **token_ids(tok))
 
 # %% ../nbs/03_tiny.ipynb #519eb879
-def warm_start(model, tok, pairs:list[tuple[list[dict], str]], # (chat messages, answer to imitate)
-               steps:int, batch_size:int=16, lr:float=3e-3, seed:int=0):
+def warm_start(model, # the tiny thinker, trained in place
+               tok, # its tokenizer
+               pairs:list[tuple[list[dict], str]], # (chat messages, answer to imitate)
+               steps:int, # AdamW steps
+               batch_size:int=16, # pairs per step
+               lr:float=3e-3, # learning rate
+               seed:int=0): # which pairs each step draws
     "Teach `model` the answer formats with `steps` supervised AdamW steps on `pairs` (in place)."
     r, opt = random.Random(seed), torch.optim.AdamW(model.parameters(), lr=lr)
     model.train()
@@ -86,7 +94,8 @@ def _tiny_tokenizer(kind, extra:list[str]):
     return small_tokenizer(corpus + extra + [GSM8K_INSTRUCTION, 'system user assistant'])
 
 def tiny_model_dir(kind:str='small', # 'small', 'qwen' (real vocabulary) or 'omni' (small, also the tasks with media)
-                   warm_start_steps:int=100)->Path:
+                   warm_start_steps:int=100, # supervised steps on the answer formats (0: random weights)
+                  )->Path:
     "Folder holding a (cached) tiny thinker and its tokenizer."
     def build(d):
         by_task = warm_start_pairs(kind)

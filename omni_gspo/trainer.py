@@ -132,7 +132,9 @@ def resumed_config(cmd:Config, # the resume command's config
     return saved, changes
 
 # %% ../nbs/09_trainer.ipynb #b17b4a1e
-def record_config(run_dir:Path, cfg:Config, start:int, # the first step `cfg` runs
+def record_config(run_dir:Path, # the run folder
+                  cfg:Config, # the config that runs from `start`
+                  start:int, # the first step `cfg` runs
                   changes:dict, # what a resume changed (`resume_changes`)
                   fresh:bool): # a new run: its history starts here
     "Save `cfg` as config.json and add its line to config_history.jsonl: the step it starts at, its changes, all of it."
@@ -142,7 +144,9 @@ def record_config(run_dir:Path, cfg:Config, start:int, # the first step `cfg` ru
     atomic_write_text(path, ('' if fresh or not path.exists() else path.read_text()) + line + '\n')
     save_config(cfg, Path(run_dir)/'config.json')
 
-def config_at_step(run_dir:Path, step:int)->Config:
+def config_at_step(run_dir:Path, # the run folder
+                   step:int, # a training step of the run
+                  )->Config:
     "The config that ran training step `step` of the run in `run_dir` (from its config_history.jsonl)."
     path = Path(run_dir)/'config_history.jsonl'
     lines = [json.loads(l) for l in path.read_text().splitlines() if l.strip()] if path.exists() else []
