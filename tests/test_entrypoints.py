@@ -8,6 +8,7 @@ from pathlib import Path
 import papermill as pm
 import pytest
 from console import run_main as run_cli, run_script   # tests/console.py
+from conftest import VLLM_AWAY_FROM_DEFAULTS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,14 +44,17 @@ def test_cli_train_short_run(tmp_path):
 
 
 @pytest.mark.parametrize('recipe', ['gsm8k', 'avqa'])
-def test_cli_train_with_vllm_engine(tmp_path, recipe):
-    r = run_script('train', f'recipe={recipe}', 'rollout.engine=vllm', 'trainer.max_steps=2', 'trainer.test_freq=2',
-                'data.train_batch_size=4', 'actor.ppo_mini_batch_size=2', 'rollout.n=4', 'logging.progress_bar=false',
-                'rollout.vllm.max_num_seqs=16', 'data.generated_val_size=8', 'trainer.output_dir=run',
-                cwd=tmp_path)   # the engine reads its config section
+def test_cli_train_with_vllm_engine(cli_run, recipe):
+    "gsm8k: the run test_numerics checks too (conftest: temperature 0.7, LoRA dropout); avqa: the recipe's sampling."
+    args = (VLLM_AWAY_FROM_DEFAULTS if recipe == 'gsm8k' else
+            ('train', 'recipe=avqa', 'rollout.engine=vllm', 'trainer.max_steps=2', 'trainer.test_freq=2',
+             'data.train_batch_size=4', 'actor.ppo_mini_batch_size=2', 'rollout.n=4', 'logging.progress_bar=false',
+             'rollout.vllm.max_num_seqs=16', 'data.generated_val_size=8', 'trainer.output_dir=run'))
+    cwd, r = cli_run(*args)   # the engine reads its config section
     assert r.returncode == 0, r.stderr[-3000:]
-    rows = [json.loads(l) for l in (tmp_path/'run'/'metrics.jsonl').read_text().splitlines()]
+    rows = [json.loads(l) for l in (cwd/'run'/'metrics.jsonl').read_text().splitlines()]
     assert [x['training/global_step'] for x in rows] == [1, 2]
+    assert {'gsm8k': 'val-core/openai/gsm8k/acc/mean@1', 'avqa': 'val-core/avqa_r1_6k/reward/mean@1'}[recipe] in rows[1]
     for x in rows:   # fp32 on CPU: vLLM's sampled log-probs equal the actor's recomputation after every weight sync
         assert x['training/rollout_actor_probs_pearson_corr'] > 0.9999 and x['training/rollout_probs_diff_max'] < 1e-3, x
         assert x['timing_s/sync'] > 0 and x['timing_s/wake'] >= 0 and x['timing_s/sleep'] >= 0
@@ -126,15 +130,19 @@ def test_help_prints_usage(tmp_path, args):
     assert r.returncode == 0 and r.stdout.startswith('usage: omni-gspo') and r.stderr == '', (r.stdout, r.stderr)
 
 
-def test_papermill_train_gsm8k_defaults(tmp_path):
+def test_papermill_train_gsm8k_parameters(tmp_path):
+    "Papermill's parameters reach the run: `max_steps` and `overrides` (the other recipes' notebooks run at defaults)."
     out = tmp_path/'out.ipynb'
     pm.execute_notebook(str(ROOT/'nbs'/'train_gsm8k.ipynb'), str(out), cwd=str(tmp_path), kernel_name='python3',
-                        progress_bar=False)
+                        progress_bar=False, parameters={'max_steps': 2, 'overrides': {'trainer.output_dir': 'other', 'rollout.n': 2,
+                                                                 'data.generated_val_size': 8}})   # validation as quick
     nb = json.loads(out.read_text())
     assert not nb['metadata']['papermill'].get('exception')
-    rows = [json.loads(l) for l in (only_run(tmp_path/'runs'/'gsm8k')/'metrics.jsonl').read_text().splitlines()]
-    assert [x['training/global_step'] for x in rows] == [1, 2, 3, 4]      # the notebook's default max_steps
-    assert (only_run(tmp_path/'runs'/'gsm8k')/'metrics.html').exists()
+    rows = [json.loads(l) for l in (tmp_path/'other'/'metrics.jsonl').read_text().splitlines()]
+    assert [x['training/global_step'] for x in rows] == [1, 2]             # max_steps=2, not the default 4
+    saved = json.loads((tmp_path/'other'/'config.json').read_text())
+    assert (saved['rollout']['n'], saved['data']['generated_val_size']) == (2, 8)
+    assert (tmp_path/'other'/'metrics.html').exists() and not (tmp_path/'runs').exists()
 
 
 @pytest.mark.parametrize('recipe,source', [('mmk12', 'mmk12'), ('avqa', 'avqa_r1_6k')])
@@ -159,17 +167,6 @@ def test_papermill_mmk12_opd_defaults(tmp_path):
     assert all(x['distillation/abs_loss'] > 0 for x in rows)          # the noised student differs from its teacher
     cfg = json.loads((only_run(tmp_path/'runs'/'mmk12_opd')/'config.json').read_text())
     assert cfg['algorithm']['opd_teacher'] and 'noised-' in cfg['model']['path']
-
-
-def test_papermill_parameters_override(tmp_path):
-    out = tmp_path/'out.ipynb'
-    pm.execute_notebook(str(ROOT/'nbs'/'train_gsm8k.ipynb'), str(out), cwd=str(tmp_path), kernel_name='python3',
-                        progress_bar=False, parameters={'max_steps': 1, 'overrides': {'trainer.output_dir': 'other', 'rollout.n': 2,
-                                                                 'data.generated_val_size': 8}})   # validation as quick
-    rows = [json.loads(l) for l in (tmp_path/'other'/'metrics.jsonl').read_text().splitlines()]
-    assert len(rows) == 1
-    saved = json.loads((tmp_path/'other'/'config.json').read_text())
-    assert (saved['rollout']['n'], saved['data']['generated_val_size']) == (2, 8)
 
 
 def _has_cuda():

@@ -2,21 +2,21 @@
 
 The actor scores at the rollout temperature and in eval mode, so in fp32 the rollout's log-probs and the actor's
 recomputation agree (probability correlation >= 0.9999) and masked importance sampling keeps every sequence."""
-import json, subprocess, sys
-from pathlib import Path
+import json
 import pytest
 
-CLI = str(Path(sys.executable).with_name('omni-gspo'))
+from conftest import VLLM_AWAY_FROM_DEFAULTS   # vllm: the run test_entrypoints' gsm8k vLLM test checks too
+HF_RUN = ('train', 'rollout.engine=hf', 'rollout.temperature=0.7', 'model.lora_dropout=0.05', 'algorithm.rollout_is=mis',
+          'trainer.max_steps=2', 'trainer.test_freq=0', 'data.train_batch_size=4', 'actor.ppo_mini_batch_size=2',
+          'rollout.n=4', 'logging.progress_bar=false', 'trainer.output_dir=run')
 
 
 @pytest.mark.parametrize('engine', ['hf', 'vllm'])
-def test_temperature_and_dropout_keep_parity(tmp_path, engine):
-    r = subprocess.run([CLI, 'train', f'rollout.engine={engine}', 'rollout.temperature=0.7', 'model.lora_dropout=0.05',
-                        'algorithm.rollout_is=mis', 'trainer.max_steps=2', 'trainer.test_freq=0', 'data.train_batch_size=4',
-                        'actor.ppo_mini_batch_size=2', 'rollout.n=4', 'logging.progress_bar=false', 'trainer.output_dir=run'],
-                       cwd=tmp_path, capture_output=True, text=True, timeout=900)
+def test_temperature_and_dropout_keep_parity(cli_run, engine):
+    cwd, r = cli_run(*(HF_RUN if engine == 'hf' else VLLM_AWAY_FROM_DEFAULTS))
+    assert {f'rollout.engine={engine}', 'rollout.temperature=0.7', 'model.lora_dropout=0.05'} <= set(r.args), r.args
     assert r.returncode == 0, r.stderr[-3000:]
-    rows = [json.loads(l) for l in (tmp_path/'run'/'metrics.jsonl').read_text().splitlines()]
+    rows = [json.loads(l) for l in (cwd/'run'/'metrics.jsonl').read_text().splitlines()]
     assert [x['training/global_step'] for x in rows] == [1, 2]
     for x in rows:
         assert x['training/rollout_actor_probs_pearson_corr'] >= 0.9999, x

@@ -39,7 +39,7 @@ fi
 stage install "install into $VENV (the project, its dev tools, and vLLM for CPUs)"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 . "$VENV/bin/activate"
-if ! { pip install -q --upgrade pip && bash tools/install_vllm.sh "$VENV" "$PWD"; } > .ci/logs/install.log 2>&1; then
+if ! bash tools/install_vllm.sh "$VENV" "$PWD" > .ci/logs/install.log 2>&1; then   # uv installs: no pip upgrade needed
   tail -30 .ci/logs/install.log; failed=$((failed+1)); finish
 fi
 python -c "import torch; assert torch.__version__.startswith('2.13.0'), torch.__version__; assert not torch.version.cuda, 'a CUDA torch was installed'" \
