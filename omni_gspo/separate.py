@@ -185,11 +185,11 @@ class RolloutRank(Rank):
               resume_from=None, # the actor's checkpoint: its weights arrive over the stream's first sync
              )->tuple[None, list[str]]:
         "Load the plain policy and its engine, join the stream, take the first sync (the actor's checkpoint, if any)."
-        m = self.cfg.model
-        model = load_model(self.model_path, m.dtype, self.device, m.attn_implementation, m.fp32_logits, m.fp32_residual)
-        model.eval().requires_grad_(False)
-        engine = engine_class(self.cfg.rollout.engine).from_config(model, self.tok, self.adapter, self.processor,
-                                                                   self.cfg)
+        m, cls = self.cfg.model, engine_class(self.cfg.rollout.engine)
+        own = hasattr(cls, 'load_weights')   # an engine with its own copy: the plain one only starts it, from the host
+        model = load_model(self.model_path, m.dtype, torch.device('cpu') if own else self.device, m.attn_implementation,
+                           m.fp32_logits, m.fp32_residual)
+        engine = cls.from_config(model.eval().requires_grad_(False), self.tok, self.adapter, self.processor, self.cfg)
         self.rollout, self.loads = AwakeRollout(engine), getattr(engine, 'load_weights', None)
         # the stream's table of names: the plain copy itself, or, for an engine with its own copy, only their shapes
         sd = base_model(model).state_dict()
