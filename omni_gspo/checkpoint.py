@@ -16,7 +16,7 @@ from .platform import rank, world_size
 from .lora import full_tensor, lora_modules
 
 # %% auto #0
-__all__ = ['list_checkpoints', 'rank_shared_dir', 'save_checkpoint', 'load_checkpoint']
+__all__ = ['list_checkpoints', 'rank_shared_dir', 'trained_copy', 'save_checkpoint', 'load_checkpoint', 'load_rollout_weights']
 
 # %% ../nbs/07c_checkpoint.ipynb #d3c62122
 def list_checkpoints(out:Path, # a run folder
@@ -59,24 +59,32 @@ def _dcp(fn, state:dict, path:Path):
         warnings.filterwarnings('ignore', message='torch.distributed is disabled')
         return fn(state, checkpoint_id=path)
 
+def trained_copy(model, # the policy (plain, peft-wrapped, sharded or not)
+                )->dict[str, torch.Tensor]:
+    "A copy of the tensors `model` trains, by parameter name (FSDP2: this rank's shards): its weights of one moment."
+    return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+
 def save_checkpoint(out:Path, # the run folder: the checkpoint goes to checkpoints/step_{step}
                     step:int, # the step just finished
                     model, # the policy (plain, peft-wrapped, sharded or not)
                     opt, # its optimizer
                     keep:int=2, # how many of the newest checkpoints to keep
                     sched=None, # its learning-rate schedule
+                    # one-step-off: the trained tensors (`trained_copy`) the in-flight rollout samples with
+                    rollout_weights:dict|None=None,
                    )->Path:
     "Write `checkpoints/step_{step}` atomically (every rank its shards); keep the newest `keep` checkpoints."
     dest = out/'checkpoints'/f'step_{step}'
     with rank_shared_dir(dest) as tmp:
         state = _training_state(model, opt)
-        _dcp(dcp.save, state, tmp)
+        _dcp(dcp.save, state | ({'rollout': rollout_weights} if rollout_weights is not None else {}), tmp)
         if lora_modules(model):   # the adapter in peft's format too; gathering its shards takes every rank
             adapter = {k: full_tensor(v) for k, v in model.state_dict().items() if '.lora_' in k}
             if rank() == 0: model.save_pretrained(tmp, state_dict=adapter)
         torch.save({'torch_rng': torch.get_rng_state(), 'python_rng': random.getstate(),
                     'scheduler': sched.state_dict() if sched else None}, tmp/f'train_state_rank{rank()}.pt')
-        info = {'step': step, 'ranks': world_size(), 'trainable_tensors': len(state['model'])}
+        info = {'step': step, 'ranks': world_size(), 'trainable_tensors': len(state['model']),
+                'rollout_weights': rollout_weights is not None}
         if rank() == 0: (tmp/'state.json').write_text(json.dumps(info))
     if rank() == 0:
         for _, old in list_checkpoints(out)[:-keep]: shutil.rmtree(old)
@@ -111,3 +119,12 @@ def load_checkpoint(path:Path, # a checkpoint folder (`list_checkpoints`)
         sched.load_state_dict(st['scheduler']); sched.base_lrs = base
         for g, b, f in zip(opt.param_groups, base, sched.lr_lambdas): g['lr'] = b * f(sched.last_epoch)   # as LambdaLR
     return info['step']
+
+def load_rollout_weights(path:Path, # a checkpoint folder (`list_checkpoints`)
+                         model, # the policy, built as the run that saved it built it
+                        )->dict[str, torch.Tensor]|None:
+    "The trained tensors the in-flight rollout sampled with, as `save_checkpoint` kept them; None if it kept none."
+    if not json.loads((path/'state.json').read_text()).get('rollout_weights'): return None
+    state = {'rollout': trained_copy(model)}   # the template DCP fills, shards as this rank holds them
+    _dcp(dcp.load, state, path)
+    return state['rollout']

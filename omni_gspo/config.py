@@ -602,8 +602,12 @@ def combination_errors(cfg:Config, # the config to check
                'ranks (hardware.nnodes × hardware.gpus_per_node): the rest train'),
               (not separate or D < 1 or D <= W, f'rollout.devices ({D}) more than {every}: each rollout rank samples '
                "whole actor ranks' shares, so some would idle"),
-              (not separate or v['rollout.engine'] == 'hf', f"rollout.placement='separate' runs rollout.engine=hf only "
-               f"for now (got {v['rollout.engine']!r}); use rollout.placement=colocated for the vLLM engines"),
+              (not separate or v['rollout.engine'] != 'vllm_omni', "rollout.placement='separate' runs "
+               "rollout.engine=hf or vllm (vllm_omni's stages place their own workers, which the weight stream does "
+               "not reach); use rollout.engine=vllm, or rollout.placement=colocated"),
+              (not separate or v['rollout.engine'] != 'vllm' or v['rollout.vllm.lora_sync'] == 'merge',
+               "rollout.vllm.lora_sync='adapter' with rollout.placement='separate': the rollout ranks hold a plain "
+               "copy of the policy and the stream sends the weights LoRA merged; set rollout.vllm.lora_sync=merge"),
               (W <= 1 or v['rollout.engine'] != 'vllm_omni', "rollout.engine='vllm_omni' runs on one rank for now "
                f'(its stages place their own workers); use rollout.engine=vllm or hf with {every}'),
               (top_k in (-1, 0) and top_p == 1.0, f'rollout.top_k={top_k} / rollout.top_p={top_p}: training rollouts '
@@ -701,8 +705,9 @@ def tensor_parallel_errors(cfg:Config, # the config to check
               (engine == 'vllm', f"{why} runs rollout.engine='vllm' only (got {engine!r}: hf samples on the "
                "actor's module; vllm_omni's stage would spawn its own TP workers, which the in-process weight sync "
                "does not reach); set rollout.engine=vllm or rollout.tensor_parallel_size=1"),
-              (v['rollout.placement'] == 'colocated', f"{why} with rollout.placement='separate': the rollout "
-               "group's engines are TP 1 for now; set rollout.placement=colocated or rollout.tensor_parallel_size=1")]
+              (engine != 'vllm' or v['rollout.placement'] == 'colocated', f"{why} with rollout.placement='separate': "
+               "the rollout group's engines are TP 1 for now; set rollout.placement=colocated or "
+               "rollout.tensor_parallel_size=1")]   # another engine: the check above says it, once
     return [msg for ok, msg in checks if not ok]
 
 # %% ../nbs/00_config.ipynb #a9f8b281

@@ -177,6 +177,14 @@ def _sample(self:SeparateWorkers, step:int, shares:list[list[int]])->tuple[int, 
                   for r, w in enumerate(self.rollouts.workers)]
 
 @patch
+def _catch_up(self:SeparateWorkers, version:int):
+    ("Resumed one-step-off: the rollout ranks sample the in-flight step again with the weights it had (sent at "
+     "`start`), then take `version`'s, as the uninterrupted run had them by then.")
+    import ray
+    ray.get([w.send_weights.remote(version) for w in self.actors.workers]
+            + [w.receive.remote() for w in self.rollouts.workers])   # each rollout rank: after its `sample`
+
+@patch
 def step(self:SeparateWorkers, step:int, # the training step
          shares_of, # step -> the actor ranks' rows of that step's prompts (None past the last step)
          records_to, # the run folder: actor rank 0 keeps the step's records there
@@ -185,7 +193,9 @@ def step(self:SeparateWorkers, step:int, # the training step
     "One training step through both groups (see `WorkerGroup.step`), the next step's samples asked for as allowed."
     import ray
     shares, d = shares_of(step), self.rollouts.world
-    if self.pending is None or self.pending[0] != step: self.pending = self._sample(step, shares)
+    if self.pending is None or self.pending[0] != step:   # the first step of the run, or of its resume
+        self.pending = self._sample(step, shares)
+        if self.staleness and step > 1: self._catch_up(step - 1)
     t = time.perf_counter(); got = ray.get(self.pending[1]); wait_rollout = time.perf_counter() - t
     samples = {a: s for r, ss in enumerate(got) for a, s in zip(range(r, len(shares), d), ss)}
     learn = [w.step.remote(step, shares[a], samples[a], records_to if a == 0 else None, data_file)
@@ -193,7 +203,11 @@ def step(self:SeparateWorkers, step:int, # the training step
     ahead = shares_of(step + 1) if self.staleness else None
     self.pending = self._sample(step + 1, ahead) if ahead is not None else None   # before step's weights arrive
     received = [w.receive.remote() for w in self.rollouts.workers]
-    parts, synced = ray.get(learn), ray.get(received)
+    try: parts, synced = ray.get(learn), ray.get(received)
+    except Exception:   # a failed update sends no weights: the rollout ranks would wait for them until the timeout
+        for w in self.rollouts.workers: ray.kill(w)
+        self.rollouts.workers = []
+        raise
     waits = {'timing_s/wait_rollout': wait_rollout,
              'timing_s/wait_actor': max(r['timing_s/wait_actor'] for r in synced)}
     for p in parts: p['metrics'] |= waits

@@ -5,6 +5,8 @@
 # %% ../nbs/07e_separate.ipynb #e7e00004
 from __future__ import annotations
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import fields
 import torch
 from fastcore.basics import patch
@@ -12,12 +14,14 @@ from .config import Config
 from .platform import side_group, torch_device
 from .model import base_model, load_model
 from .lora import export_weights
+from .checkpoint import load_rollout_weights, save_checkpoint, trained_copy
 from .rollout import Rollout, engine_class
 from .workers import RolloutWorker
 from .step import Rank, Samples, learn_step, sample_step
 
 # %% auto #0
-__all__ = ['stream_weights', 'receive_weights', 'WeightStream', 'rollout_to', 'ActorRank', 'RolloutRank']
+__all__ = ['stream_weights', 'receive_weights', 'copy_weights', 'WeightStream', 'rollout_to', 'trained_as', 'ActorRank',
+           'AwakeRollout', 'RolloutRank']
 
 # %% ../nbs/07e_separate.ipynb #e7e00006
 def _bcast(group, t:torch.Tensor)->torch.Tensor:
@@ -43,23 +47,29 @@ def stream_weights(group, # the stream's process group (`side_group`), this proc
 
 # %% ../nbs/07e_separate.ipynb #e7e00007
 def receive_weights(group, # the stream's process group (`side_group`), this process a rank > 0
-                    target:dict[str, torch.Tensor], # name -> the tensor to overwrite (a model's `state_dict()`)
+                    target:dict[str, torch.Tensor], # name -> a tensor of its shape and dtype (a model's `state_dict()`)
                     device:torch.device, # where the group's tensors live
-                   )->dict:
-    "Copy the streamed tensors into `target`: {'version', 'tensors', 'wait_s' (until the first header came)}."
+                    got:dict, # filled at the stream's end: {'version', 'tensors', 'wait_s' (until the first header)}
+                   )->Iterator[tuple[str, torch.Tensor]]:
+    "The streamed `(name, tensor)` pairs as they arrive, each shaped as `target[name]`: what an engine loads."
     t0, n, wait = time.perf_counter(), 0, None
     while True:
         head = _bcast(group, torch.zeros(2, dtype=torch.int64, device=device)).tolist()
         if wait is None: wait = time.perf_counter() - t0
-        if head[0] == 0: return {'version': head[1], 'tensors': n, 'wait_s': wait}
+        if head[0] == 0: got.update(version=head[1], tensors=n, wait_s=wait); return
         name = bytes(_bcast(group, torch.zeros(head[0], dtype=torch.uint8, device=device)).tolist()).decode()
         if name not in target or target[name].numel() != head[1]:   # the group is broken either way: say why
             raise RuntimeError(f"weight stream: {name!r} ({head[1]} elements) does not match the rollout model's "
                                f"{tuple(target[name].shape) if name in target else 'missing'} tensor")
-        dst = target[name]
-        buf = _bcast(group, torch.empty(dst.shape, dtype=dst.dtype, device=device))
-        with torch.no_grad(): dst.copy_(buf)
+        yield name, _bcast(group, torch.empty(target[name].shape, dtype=target[name].dtype, device=device))
         n += 1
+
+@torch.no_grad()
+def copy_weights(target:dict[str, torch.Tensor], # name -> the tensor to overwrite (a model's `state_dict()`)
+                 weights, # iterable of (name, tensor), e.g. `receive_weights`
+                ):
+    "Overwrite `target`'s tensors with `weights`, one at a time."
+    for name, t in weights: target[name].copy_(t)
 
 # %% ../nbs/07e_separate.ipynb #e7e00011
 class WeightStream:
@@ -85,6 +95,20 @@ def rollout_to(ro:Rollout, # a rollout, from either group
     return Rollout(**{f.name: getattr(ro, f.name).to(device) if isinstance(getattr(ro, f.name), torch.Tensor)
                       else getattr(ro, f.name) for f in fields(ro)})
 
+# %% ../nbs/07e_separate.ipynb #e7e00019
+@contextmanager
+@torch.no_grad()
+def trained_as(model, # the policy
+               weights:dict[str, torch.Tensor], # trained tensors by parameter name (`trained_copy`)
+              ):
+    "Within the block `model`'s trained tensors hold `weights`; its own come back after it."
+    live = {n: p for n, p in model.named_parameters() if p.requires_grad}
+    own = trained_copy(model)
+    for n, t in weights.items(): live[n].copy_(t)
+    try: yield model
+    finally:
+        for n, t in own.items(): live[n].copy_(t)
+
 # %% ../nbs/07e_separate.ipynb #e7e00013
 class ActorRank(Rank):
     "An actor-group rank: the policy's shard, its optimizer and checkpoint share, and its end of the weight stream."
@@ -97,16 +121,21 @@ class ActorRank(Rank):
                 ):
         super().__init__(cfg, rank, world, master, cwd)
         self.stream_at = stream
+        self.sampled_with = None   # one-step-off: the trained tensors the in-flight rollout samples with
 
     def start(self, total_steps:int, # training steps, for the learning-rate schedule
               resume_from=None, # a checkpoint to restore the actor from
              )->tuple[int, list[str]]:
-        "Build the actor (restored from `resume_from`), join the stream, send the whole policy: the first step, notes."
+        ("Build the actor (restored from `resume_from`), join the stream, send the whole policy (resumed one-step-off: "
+         "as the in-flight rollout had it): the first step, notes.")
         first = self.start_actor(total_steps, resume_from)
         host, port, size = self.stream_at
         group = side_group(self.cfg.hardware.device, host, port, 0, size) if self.rank == 0 else None
-        self.stream = WeightStream(group, self.actor.device)
-        self.stream.update_weights(self.actor.model, first - 1, changed_only=False)
+        self.stream, model = WeightStream(group, self.actor.device), self.actor.model
+        if resume_from and self.cfg.trainer.max_staleness: self.sampled_with = load_rollout_weights(resume_from, model)
+        if self.sampled_with is None: self.stream.update_weights(model, first - 1, changed_only=False)
+        else:   # step first-1's weights follow once the in-flight step is sampled again (`send_weights`)
+            with trained_as(model, self.sampled_with): self.stream.update_weights(model, first - 2, changed_only=False)
         return first, self.notes
 
     def step(self, step:int, # the training step
@@ -117,10 +146,31 @@ class ActorRank(Rank):
             )->dict:
         "`learn_step` on this rank's share; the weights go to the rollout group at its end."
         s.ro = rollout_to(s.ro, self.actor.device)
+        if self.cfg.trainer.max_staleness: self.sampled_with = trained_copy(self.actor.model)   # before the update
         return learn_step(self.actor, self.stream, s, [self.train_ps[i] for i in rows], self.cfg, step, records_to,
                           data_file)
 
+# %% ../nbs/07e_separate.ipynb #e7e0001a
+@patch
+def send_weights(self:ActorRank, version:int, # the step whose update the model holds
+                ):
+    "Send the groups training changes now, outside a step (a resumed one-step-off run's first, owed sync)."
+    self.stream.update_weights(self.actor.model, version)
+
+@patch
+def save(self:ActorRank, out, # the run folder
+         step:int, # the step just finished
+         keep:int, # how many checkpoints to keep
+        ):
+    "This rank's share of the checkpoint (`Rank.save`), with the weights the in-flight rollout samples with, if any."
+    a = self.actor
+    return save_checkpoint(out, step, a.model, a.learner.opt, keep, a.learner.sched, rollout_weights=self.sampled_with)
+
 # %% ../nbs/07e_separate.ipynb #e7e00015
+class AwakeRollout(RolloutWorker):
+    "A rollout rank's engine: no actor shares its device, so it never sleeps (and the stream finds it awake)."
+    def release(self)->dict: return {}
+
 class RolloutRank(Rank):
     "A rollout-group rank: an engine on a plain copy of the policy, fed by the weight stream."
     def __init__(self, cfg:Config, # the run's config
@@ -129,18 +179,21 @@ class RolloutRank(Rank):
                  stream:tuple[str, int, int], # the weight stream's address, port and size (1 + rollout ranks)
                 ):
         super().__init__(cfg, rank, 1, None, cwd)
-        self.stream_at, self.device = stream, torch_device(cfg.hardware.device)
+        self.stream_at, self.device, self.version = stream, torch_device(cfg.hardware.device), None
 
     def start(self, total_steps:int, # training steps (the actor's schedule; unused here)
               resume_from=None, # the actor's checkpoint: its weights arrive over the stream's first sync
              )->tuple[None, list[str]]:
         "Load the plain policy and its engine, join the stream, take the first sync (the actor's checkpoint, if any)."
-        m = self.cfg.model
-        model = load_model(self.model_path, m.dtype, self.device, m.attn_implementation, m.fp32_logits, m.fp32_residual)
-        self.model = model.eval().requires_grad_(False)
-        engine = engine_class(self.cfg.rollout.engine).from_config(model, self.tok, self.adapter, self.processor,
-                                                                   self.cfg)
-        self.rollout = RolloutWorker(engine)
+        m, cls = self.cfg.model, engine_class(self.cfg.rollout.engine)
+        own = hasattr(cls, 'load_weights')   # an engine with its own copy: the plain one only starts it, from the host
+        model = load_model(self.model_path, m.dtype, torch.device('cpu') if own else self.device, m.attn_implementation,
+                           m.fp32_logits, m.fp32_residual)
+        engine = cls.from_config(model.eval().requires_grad_(False), self.tok, self.adapter, self.processor, self.cfg)
+        self.rollout, self.loads = AwakeRollout(engine), getattr(engine, 'load_weights', None)
+        # the stream's table of names: the plain copy itself, or, for an engine with its own copy, only their shapes
+        sd = base_model(model).state_dict()
+        self.table = {k: t.to('meta') for k, t in sd.items()} if self.loads else sd
         host, port, size = self.stream_at
         self.group = side_group(self.cfg.hardware.device, host, port, 1 + self.rank, size)
         self.receive()
@@ -150,11 +203,12 @@ class RolloutRank(Rank):
 @patch
 def receive(self:RolloutRank)->dict:
     "Take one sync from the stream: the weights' version, and `timing_s/wait_actor` (idle until it began)."
-    self.rollout.engine.wake(['weights'])
-    r = receive_weights(self.group, base_model(self.model).state_dict(), self.device)
-    self.rollout.engine.wake(['kv_cache'])
-    self.version = r['version']
-    return {'timing_s/wait_actor': r['wait_s'], 'version': r['version']}
+    got = {}
+    weights = receive_weights(self.group, self.table, self.device, got)
+    if self.loads: self.loads(weights, None if self.version is None else self.version + 1)   # its version: the next
+    else: copy_weights(self.table, weights)   # the built-in engine samples the plain copy itself
+    self.version = got['version']
+    return {'timing_s/wait_actor': got['wait_s'], 'version': got['version']}
 
 @patch
 def sample(self:RolloutRank, step:int, # the training step

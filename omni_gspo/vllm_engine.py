@@ -410,21 +410,40 @@ def _new_adapter(self:VLLMEngine, model):
         shutil.rmtree(old.lora_path, ignore_errors=True)
 
 @patch
+def _synced(self:VLLMEngine, r:SyncReport, step:int|None, t0:float, what:str)->dict:
+    "Report the sync begun at `t0` in one line; its metrics."
+    self._report(r, step, time.perf_counter() - t0, what)
+    return {'sync/tensors': r.tensors, 'sync/gib': r.nbytes / 2**30}
+
+@patch
+def _check_awake(self:VLLMEngine):
+    if 'weights' in self.asleep: raise RuntimeError("a weight sync while the engine's weights are asleep: call "
+                                                    "wake(['weights']) first")
+
+@patch
 def sync_weights(self:VLLMEngine, model, step:int|None=None, # the training step, for the one-line report
                 )->dict:
     "Bring the engine's copy up to `model`'s current weights (call every step, weights awake); report it in one line."
-    if 'weights' in self.asleep: raise RuntimeError("sync_weights() while the engine's weights are asleep: call "
-                                                    "wake(['weights']) first")
+    if self.lora_sync == 'merge':   # __init__ sent every weight; now only the groups training changes
+        what = 'LoRA merged, changed groups' if hasattr(model, 'peft_config') else 'changed groups'
+        return self.load_weights(export_weights(model, changed_only=True), step, what)
+    self._check_awake()
     t = time.perf_counter()
-    if self.lora_sync == 'adapter':
-        self._new_adapter(model)
-        lora = [p for n, p in model.named_parameters() if '.lora_' in n]
-        r, what = (SyncReport(len(lora), sum(p.numel() * p.element_size() for p in lora)),
-                   f'LoRA adapter v{self.version}')
-    # __init__: all
-    else: r, what = self._push(export_weights(model, changed_only=True)), 'LoRA merged, changed groups'
-    self._report(r, step, time.perf_counter() - t, what if hasattr(model, 'peft_config') else 'changed groups')
-    return {'sync/tensors': r.tensors, 'sync/gib': r.nbytes / 2**30}
+    self._new_adapter(model)
+    lora = [p for n, p in model.named_parameters() if '.lora_' in n]
+    r = SyncReport(len(lora), sum(p.numel() * p.element_size() for p in lora))
+    return self._synced(r, step, t, f'LoRA adapter v{self.version}')
+
+@patch
+def load_weights(self:VLLMEngine, weights, # (name, tensor) pairs, base-model names, LoRA merged: `export_weights`'s
+                 step:int|None=None, # the training step, for the one-line report
+                 what:str='streamed weights', # what `weights` are, for the report
+                )->dict:
+    ("Load `weights` into the engine's copy (weights awake) as they come, e.g. from a weight stream (`07e_separate`); "
+     "report it in one line.")
+    self._check_awake()
+    t = time.perf_counter()
+    return self._synced(self._push(weights), step, t, what)
 
 # %% ../nbs/06a_vllm.ipynb #1e7b3647
 @patch

@@ -59,3 +59,16 @@ def test_one_step_off(ray_cluster, tmp_path):
         assert r['rollout_corr/k3_kl'] > 1000 * rows[0]['rollout_corr/k3_kl'], (r['rollout_corr/k3_kl'], rows[0])
         assert math.isfinite(r['actor/grad_norm'])
     assert all(r['timing_s/wait_rollout'] >= 0 and r['timing_s/wait_actor'] >= 0 for r in rows)
+
+
+def test_separate_vllm_engine_takes_the_stream(ray_cluster, tmp_path):
+    "vLLM on the rollout rank: every step's samples score as the actor's own (fp32 parity bar), so each sync landed."
+    pytest.importorskip('vllm')
+    rows = run(SEPARATE | {'rollout.engine': 'vllm', 'rollout.vllm.max_num_seqs': 16}, tmp_path/'vllm')
+    assert [r['training/global_step'] for r in rows] == [1, 2, 3]
+    for r in rows:
+        assert r['rollout/staleness_max'] == 0 and r['sync/tensors'] > 0
+        assert r['training/rollout_actor_probs_pearson_corr'] >= 0.9999, r
+        assert r['training/rollout_probs_diff_max'] < 1e-5, r   # fresh: ~2e-6 (fp32 rounding); one update stale: more
+    print({k: [r[k] for r in rows] for k in ('training/rollout_actor_probs_pearson_corr',
+                                            'training/rollout_probs_diff_max', 'rollout_corr/k3_kl')})
