@@ -700,8 +700,8 @@ def tensor_parallel_errors(cfg:Config, # the config to check
     t, G, engine = v['rollout.tensor_parallel_size'], v['hardware.gpus_per_node'], v['rollout.engine']
     if t == 1 or t not in (1, 2, 4, 8): return []   # out of range: `range_errors` says so
     why = f'rollout.tensor_parallel_size={t}'
-    checks = [(_divides(t, G), f"{why} must divide hardware.gpus_per_node ({G}): one engine's ranks share a node; set it "
-                           'to a divisor or 1'),
+    checks = [(_divides(t, G), f"{why} must divide hardware.gpus_per_node ({G}): one engine's ranks share a node; "
+                           'set it to a divisor or 1'),
               (engine == 'vllm', f"{why} runs rollout.engine='vllm' only (got {engine!r}: hf samples on the "
                "actor's module; vllm_omni's stage would spawn its own TP workers, which the in-process weight sync "
                "does not reach); set rollout.engine=vllm or rollout.tensor_parallel_size=1"),

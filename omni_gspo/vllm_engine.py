@@ -47,7 +47,8 @@ def build_request(ids:list[int], # expanded prompt ids
                   media:dict|None, # {'image': [PIL, ...], 'audio': [float32 array at 16 kHz or (array, sr), ...]}
                   pad_ids:dict[int, str], # the adapter's `media_pad_ids(tok)`
                   i:int=0, # prompt index, for messages
-                  mm_processor_kwargs:dict|None=None)->dict:
+                  mm_processor_kwargs:dict|None=None, # the processor's arguments for this request, if any
+                 )->dict:
     "A vLLM prompt: token ids (pads deduplicated when media are sent) and the media."
     counts = {}
     for t in ids:
@@ -68,7 +69,9 @@ def build_request(ids:list[int], # expanded prompt ids
     return req
 
 # %% ../nbs/06a_vllm.ipynb #d5a6c8a4
-def export_for_vllm(model, tok, dest:str|Path, # folder to (re)write
+def export_for_vllm(model, # the policy (plain or peft-wrapped: LoRA merged in the export)
+                    tok, # its tokenizer, saved with the checkpoint
+                    dest:str|Path, # folder to (re)write
                     processor=None, # the processor that builds prompts (default: the adapter's)
                     weights:bool=True, # False: config, tokenizer and processor only (the engine loads weights by sync)
                     adapter=None, # the model family's adapter (default: `adapter_of(model)`)
@@ -141,7 +144,8 @@ def write_cpu_moe_experts(vmodel, # vLLM's model module (Qwen3-Omni's thinker)
         routed.w13_weight.copy_(cpu_prepack_moe_weight(w13.to(routed.w13_weight.dtype).contiguous(), kernel.isa))
         routed.w2_weight.copy_(cpu_prepack_moe_weight(w2.to(routed.w2_weight.dtype).contiguous(), kernel.isa))
 
-def load_weights_on_worker(worker, weights, # iterable of (checkpoint name, tensor), e.g. `export_weights(model)`
+def load_weights_on_worker(worker, # vLLM's worker, which `collective_rpc` passes
+                           weights, # iterable of (checkpoint name, tensor), e.g. `export_weights(model)`
                            adapter, # the family's adapter: `weight_prefix` added to each name, `expert_key`
                            moe_expert_fix:bool, # write the MoE experts directly (`write_cpu_moe_experts`)
                           )->dict:
@@ -173,6 +177,7 @@ class ReloadMessages(logging.Filter):
         self.kept_layers, self.not_loaded = 0, set()
     def filter(self, record, # a log record of vLLM's weight reload
               )->bool:
+        "False (held back) for an expected sync message, counting what it reports; True for any other."
         msg, args = str(record.msg), record.args if isinstance(record.args, tuple) else ()
         if 'Failed to load weights' in msg: self.kept_layers += 1; return False
         if any(c in msg for c in RELOAD_CHATTER): return False
@@ -261,7 +266,8 @@ def shift_offsets(features:list, # vLLM media features (with `mm_position`)
         out.append(g)
     return out
 
-def fix_mrope_on_worker(worker, want:list[list[int]], # the adapter's `mrope_probe`
+def fix_mrope_on_worker(worker, # vLLM's worker, which `collective_rpc` passes
+                        want:list[list[int]], # the adapter's `mrope_probe`
                        )->str:
     "Runs in vLLM's worker: 'ok' if its model places media as transformers does, 'fixed' once read a token earlier."
     # the model itself: with CUDA graphs `model_runner.model` is vLLM's graph wrapper
@@ -285,7 +291,9 @@ def fix_mrope_on_worker(worker, want:list[list[int]], # the adapter's `mrope_pro
 class VLLMEngine:
     "Rollout engine on a colocated, in-process vLLM `LLM` holding a synced copy of the policy."
     checks_media_positions = True   # vLLM's M-RoPE positions against transformers' (see above), before any request
-    def __init__(self, model, tok, rcfg, # as for `HFEngine`
+    def __init__(self, model, # the policy, whose weights the engine copies (and `sync_weights` updates)
+                 tok, # its tokenizer (pad and end-of-turn ids), as for `HFEngine`
+                 rcfg, # `cfg.rollout`, as for `HFEngine`
                  processor=None, # the processor that builds multimodal prompts (default: the adapter's)
                  lora_sync:str='merge', # 'merge': full weights, LoRA merged; 'adapter': a new LoRARequest per sync
                  dtype:str|torch.dtype|None=None, # vLLM's compute dtype; default the policy's
@@ -417,11 +425,13 @@ def _synced(self:VLLMEngine, r:SyncReport, step:int|None, t0:float, what:str)->d
 
 @patch
 def _check_awake(self:VLLMEngine):
+    "Raise before a weight sync if the engine's weights are asleep."
     if 'weights' in self.asleep: raise RuntimeError("a weight sync while the engine's weights are asleep: call "
                                                     "wake(['weights']) first")
 
 @patch
-def sync_weights(self:VLLMEngine, model, step:int|None=None, # the training step, for the one-line report
+def sync_weights(self:VLLMEngine, model, # the policy, whose current weights the engine takes
+                 step:int|None=None, # the training step, for the one-line report
                 )->dict:
     "Bring the engine's copy up to `model`'s current weights (call every step, weights awake); report it in one line."
     if self.lora_sync == 'merge':   # __init__ sent every weight; now only the groups training changes
@@ -580,7 +590,8 @@ def vllm_settings(vcfg:VLLMConfig, # the `rollout.vllm` config section
 def omni_deploy_config(adapter, # the family's adapter: `vllm_omni_pipeline` and `vllm_omni_arch`
                        # logical id of the replica's first device (the actor's), within CUDA_VISIBLE_DEVICES
                        first_device:int=0,
-                       tensor_parallel_size:int=1)->dict:
+                       tensor_parallel_size:int=1, # devices of the AR stage, from `first_device` on
+                      )->dict:
     ("vLLM-Omni deploy config of one rollout replica: the adapter's pipeline, its AR stage on devices from "
      "`first_device`.")
     if adapter.vllm_omni_pipeline is None:
@@ -612,9 +623,11 @@ def omni_engine_args(folder:str|Path, # the exported policy
         'logprobs_mode': 'processed_logprobs', 'enable_prefix_caching': False}
 
 # %% ../nbs/06a_vllm.ipynb #152c79f5
-# `ForkingPickler.dumps` of [(checkpoint name, CUDA tensor), ...]: IPC handles
-def load_shared_weights_on_worker(worker, payload:bytes,
-                                  adapter, moe_expert_fix:bool, # as for `load_weights_on_worker`
+def load_shared_weights_on_worker(worker, # the stage's vLLM worker, which `collective_rpc` passes
+                                  # `ForkingPickler.dumps` of [(checkpoint name, CUDA tensor), ...]: IPC handles
+                                  payload:bytes,
+                                  adapter, # as for `load_weights_on_worker`
+                                  moe_expert_fix:bool, # as for `load_weights_on_worker`
                                  )->SyncReport:
     ("Runs in a vLLM-Omni stage's worker process: map the sender's tensors (no copy) and load them as "
      "`load_weights_on_worker` does.")
