@@ -127,7 +127,7 @@ def _micro(self:Actor, ro, rows:torch.Tensor)->tuple[list[torch.Tensor], int]:
     return groups + groups[-1:] * (most - len(groups)), len(groups)
 
 @patch
-def _logprobs(self:Actor, ro, rows:torch.Tensor, model=None, with_entropy=False):
+def _logprobs(self:Actor, ro, rows:torch.Tensor, model=None, with_entropy=False, entropy_grad=True):
     "Log-probs [len(rows), R] (and entropies) of the rows `rows`, after cutting the padding they all share (or packed)."
     P, R = ro.prompt_ids.shape[1], ro.response_ids.shape[1]
     am = ro.attention_mask[rows]
@@ -138,8 +138,8 @@ def _logprobs(self:Actor, ro, rows:torch.Tensor, model=None, with_entropy=False)
     ids, am, p, fill = bucketed(ids, am, P - first, self.packed) if self.bucketed else (ids, am, P - first, 0)
     model = model or self.model
     pos = (self.adapter.packed_position_ids if self.packed else self.adapter.position_ids)(model, ids, am, mm, p)
-    out = completion_logprobs(model, ids, am, p, chunk=self.logits_chunk,
-                              position_ids=pos, with_entropy=with_entropy, packed=self.packed,
+    out = completion_logprobs(model, ids, am, p, chunk=self.logits_chunk, position_ids=pos,
+                              with_entropy=with_entropy, entropy_grad=entropy_grad, packed=self.packed,
                               banned=self.adapter.banned_token_ids(model), temperature=self.temperature, **mm)
     pad = lambda x: torch.nn.functional.pad(x[:len(x) - fill], (0, R - last))   # without the filler row
     return tuple(map(pad, out)) if with_entropy else pad(out)
@@ -208,7 +208,7 @@ def _divisors(mask)->dict:
 def _micro_loss(self:Actor, ro, rows, adv, old_logp, mask, opd_mask, div, seq_weights, ref_logp, teacher_logp,
                 opd_div)->tuple[torch.Tensor, dict]:
     "The loss of one micro-batch, scaled by the whole mini-batch's divisors `div`, and its metrics."
-    logp, ent = self._logprobs(ro, rows, with_entropy=True)
+    logp, ent = self._logprobs(ro, rows, with_entropy=True, entropy_grad=bool(self.entropy_coeff))  # logged only at 0
     a = adv[rows][:, None].expand_as(logp) if self.loss_name == 'gspo_token' else adv[rows]
     sw = None if seq_weights is None else seq_weights[rows]
     pdiv = div if self.loss_name == 'vanilla' else {'num_seqs': div['num_seqs']}

@@ -33,15 +33,27 @@ def hidden_states_only(model):
     try: yield head
     finally: base.set_output_embeddings(head)
 
-def _chunk_scores(head, h, targets, banned, temperature, with_entropy):
+def _entropy(logp:torch.Tensor)->torch.Tensor:
+    "Entropy of each row of log-probabilities, with gradients: banned entries (p = 0) contribute 0."
+    p = logp.exp()
+    return -(p * logp.masked_fill(p == 0, 0.0)).sum(-1)
+
+def _logged_entropy(logp:torch.Tensor)->torch.Tensor:
+    "The same entropy without gradients, in one extra [positions, vocabulary] tensor: -p log p in place (0 at p = 0)."
+    with torch.no_grad():
+        p = logp.exp()
+        return torch.special.entr(p, out=p).sum(-1)
+
+def _chunk_scores(head, h, targets, banned, temperature, with_entropy, entropy_grad):
     "Log-probs of `targets` (and entropies) under softmax(head(h) / temperature) with the `banned` ids removed."
-    logits = head(h).float() / temperature
-    if banned is not None: logits = logits.index_fill(-1, banned, float('-inf'))
+    logits = head(h).float()
+    if temperature != 1: logits = logits.div_(temperature)
+    if banned is not None: logits = logits.index_fill_(-1, banned, float('-inf'))
     logp = torch.log_softmax(logits, -1)
+    del logits                                         # log_softmax's backward needs its output only
     picked = logp.gather(-1, targets[..., None])[..., 0]
     if not with_entropy: return (picked,)
-    p = logp.exp()
-    return picked, -(p * logp.masked_fill(p == 0, 0.0)).sum(-1)
+    return picked, (_entropy if entropy_grad else _logged_entropy)(logp)
 
 def completion_logprobs(model, # the policy (plain, peft-wrapped or FSDP2-sharded)
                         input_ids:torch.Tensor, # [B, P+R]: left-padded prompts then responses
@@ -50,6 +62,9 @@ def completion_logprobs(model, # the policy (plain, peft-wrapped or FSDP2-sharde
                         chunk:int=4096, # positions per output-layer chunk
                         position_ids:torch.Tensor|None=None, # from the adapter; None lets the model derive them
                         with_entropy:bool=False, # also return the per-token entropy [B, R] (chunked the same way)
+                        # the entropy carries gradients (False: a logged metric only, which saves two
+                        # [chunk, vocabulary] fp32 tensors of the backward)
+                        entropy_grad:bool=True,
                         banned:list[int]|None=None, # token ids given zero probability (as the rollout engines do)
                         temperature:float=1.0, # the rollout's sampling temperature: logits are divided by it
                         # one forward on all rows' attended tokens in one row (`position_ids`: the adapter's
@@ -68,7 +83,7 @@ def completion_logprobs(model, # the policy (plain, peft-wrapped or FSDP2-sharde
     ban = torch.tensor(banned, device=h.device) if banned else None
     if not temperature > 0: raise ValueError(f"temperature must be > 0, got {temperature}")
     run = (lambda *a: checkpoint(_chunk_scores, *a, use_reentrant=False)) if torch.is_grad_enabled() else _chunk_scores
-    parts = [run(head, h[i:i + chunk], targets[i:i + chunk], ban, temperature, with_entropy)
+    parts = [run(head, h[i:i + chunk], targets[i:i + chunk], ban, temperature, with_entropy, entropy_grad)
              for i in range(0, B * R, chunk)]
     out = tuple(torch.cat(t).view(B, R) for t in zip(*parts))   # (logp,) or (logp, entropy)
     return out if with_entropy else out[0]

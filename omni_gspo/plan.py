@@ -4,7 +4,7 @@
 
 # %% ../nbs/08b_plan.ipynb #df95bf11
 from __future__ import annotations
-import copy, functools, inspect
+import copy, functools
 from dataclasses import dataclass, field
 import torch
 from transformers import AutoConfig
@@ -12,24 +12,23 @@ from .config import Config, ConfigError, config_dict, set_key
 from .platform import device_memory_gb
 from .model import DTYPES, adapter_for, base_model, resolve_model_path, varlen_attention
 from .lora import configure_trainable
-from .logprobs import completion_logprobs
 from .fsdp import fsdp_units
 
 # %% auto #0
-__all__ = ['GIB', 'LOGITS_BYTES', 'CUDA_CONTEXT_GB', 'ALLOCATOR_RESERVE', 'VLLM_RUNTIME_GB', 'VLLM_ASLEEP_GB', 'LOGITS_CHUNK',
-           'LORA_KEYS', 'VLLM_ENGINES', 'OUTSIDE_TORCH', 'PART_ORDER', 'ModelSizes', 'layer_activation_elements',
-           'model_sizes', 'Shape', 'packs', 'shape_of', 'actor_parts', 'tensor_parallel', 'prefill_logits',
-           'engine_parts', 'MemoryPlan', 'device_memory', 'plan_memory', 'candidates', 'changed', 'suggestions',
-           'verdict', 'report', 'check_memory']
+__all__ = ['GIB', 'LOGITS_BYTES', 'ENTROPY_GRAD_BYTES', 'CUDA_CONTEXT_GB', 'ALLOCATOR_RESERVE', 'VLLM_RUNTIME_GB',
+           'VLLM_ASLEEP_GB', 'LORA_KEYS', 'VLLM_ENGINES', 'OUTSIDE_TORCH', 'PART_ORDER', 'ModelSizes',
+           'layer_activation_elements', 'model_sizes', 'Shape', 'packs', 'shape_of', 'actor_parts', 'tensor_parallel',
+           'prefill_logits', 'engine_parts', 'MemoryPlan', 'device_memory', 'plan_memory', 'candidates', 'changed',
+           'suggestions', 'verdict', 'report', 'check_memory']
 
 # %% ../nbs/08b_plan.ipynb #da4a8453
 GIB = 2**30
-LOGITS_BYTES = 16           # per (position, vocabulary entry) of a logits chunk in its backward: 4 fp32 copies
-CUDA_CONTEXT_GB = 2.0       # device memory beyond torch's tensors: CUDA context, library workspaces (bench/gpu_rollout)
+LOGITS_BYTES = 12           # per (position, vocabulary entry) of a logits chunk in its backward: 3 fp32 tensors
+ENTROPY_GRAD_BYTES = 8      # 2 fp32 tensors more when the entropy has gradients (`algorithm.entropy_coeff` > 0)
+CUDA_CONTEXT_GB = 1.35      # device memory beyond torch's reserve: CUDA context, library workspaces (bench/memory_planner)
 ALLOCATOR_RESERVE = 0.18    # cached-but-free blocks per byte of a phase's transient allocations (bench/memory_plan)
 VLLM_RUNTIME_GB = 2.9       # vLLM's activation profile + CUDA graphs within its share (bench/gpu_rollout)
 VLLM_ASLEEP_GB = 0.8        # a sleeping vLLM engine's remains on the device (bench/gpu_rollout)
-LOGITS_CHUNK = inspect.signature(completion_logprobs).parameters['chunk'].default   # positions per logits chunk
 
 # %% ../nbs/08b_plan.ipynb #56e2f81d
 @dataclass
@@ -131,7 +130,7 @@ def shape_of(c:dict)->Shape:
     rows = min(mb_rows, max(1, budget // seq))
     tokens, logits = rows * seq, rows * r['response_length']
     if packs(c): tokens = logits = min(mb_rows * seq, max(budget, seq))   # packed rows of any length fill the budget
-    return Shape(world, world if a['fsdp'] else 1, seq, rows, tokens, min(LOGITS_CHUNK, logits),
+    return Shape(world, world if a['fsdp'] else 1, seq, rows, tokens, min(a['logits_chunk_tokens'], logits),
                  max(1, d['train_batch_size'] * r['n'] // world))
 
 # %% ../nbs/08b_plan.ipynb #89a2eb4b
@@ -146,10 +145,11 @@ def actor_parts(s:ModelSizes, # the policy's sizes (`model_sizes`)
     res = 4 if low and m['fp32_residual'] else DTYPES[m['dtype']].itemsize
     acts = sh.micro_tokens * s.layers * (s.hidden * res if a['activation_checkpointing'] else s.layer_act_per_token)
     head32 = s.vocab * s.hidden * 4 if low and m['fp32_logits'] else 0    # the fp32 copy of the output layer's weight
+    per = LOGITS_BYTES + (ENTROPY_GRAD_BYTES if c['algorithm']['entropy_coeff'] else 0)
     return {'actor weights': s.frozen * on, 'towers': s.towers * on, 'trainable masters': s.trainable * on,
             'gradients': s.trainable * on, 'optimizer states': 2 * s.trainable * on,
-            'FSDP gathered units': s.root + 2 * s.unit if a['fsdp'] else 0,
-            'activations': acts, 'logits / entropy chunk': sh.logit_positions * s.vocab * LOGITS_BYTES + head32}
+            'FSDP gathered units': s.root + s.unit if a['fsdp'] else 0,
+            'activations': acts, 'logits / entropy chunk': sh.logit_positions * s.vocab * per + head32}
 
 # %% ../nbs/08b_plan.ipynb #8af0dc1a
 VLLM_ENGINES = ('vllm', 'vllm_omni')

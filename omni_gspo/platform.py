@@ -19,8 +19,9 @@ __all__ = ['HARDWARE', 'DEVICE_TYPE', 'VISIBLE_DEVICES', 'DIST_BACKEND', 'RAY_RE
            'npu_module', 'check_hardware', 'DistEnv', 'dist_env', 'torch_device', 'device_count', 'dist_backend',
            'ensure_process_group', 'visible_devices_var', 'ray_bundle', 'side_group', 'world_size', 'rank',
            'all_reduce_values', 'reset_allocator_peak', 'private_pool_gib', 'allocator_peak_gib', 'device_used_gib',
-           'device_memory_gb', 'release_cached_memory', 'kept_rng', 'seeded_rng', 'fp32_gemm_sums', 'compile_cache_env',
-           'apply_env_defaults', 'cuda_available', 'ipc_collect', 'vllm_env_defaults']
+           'device_memory_gb', 'release_cached_memory', 'expandable_segments', 'kept_rng', 'seeded_rng',
+           'fp32_gemm_sums', 'compile_cache_env', 'apply_env_defaults', 'cuda_available', 'ipc_collect',
+           'vllm_env_defaults']
 
 # %% ../nbs/00a_platform.ipynb #4e1f3981
 HARDWARE = ('cpu', 'gpu', 'npu')
@@ -211,6 +212,16 @@ def release_cached_memory(device:torch.device):
     "Return the device allocator's cached, unused blocks to the device, for another allocator (nothing to do on CPU)."
     if device.type == 'cuda': torch.cuda.empty_cache()
     elif device.type == 'npu': npu_module().npu.empty_cache()
+
+# %% ../nbs/00a_platform.ipynb #9a09e94e
+def expandable_segments(device:torch.device, # this rank's device
+                        env=None, # a mapping like `os.environ`: the user's `PYTORCH_CUDA_ALLOC_CONF` there wins
+                       )->bool:
+    "Turn on the CUDA caching allocator's expandable segments (see above); whether this call did."
+    env = os.environ if env is None else env
+    if device.type != 'cuda' or 'PYTORCH_CUDA_ALLOC_CONF' in env: return False
+    torch.cuda.memory._set_allocator_settings('expandable_segments:True')
+    return True
 
 # %% ../nbs/00a_platform.ipynb #8ddab4bf
 @contextmanager

@@ -291,6 +291,7 @@ def fix_mrope_on_worker(worker, # vLLM's worker, which `collective_rpc` passes
 class VLLMEngine:
     "Rollout engine on a colocated, in-process vLLM `LLM` holding a synced copy of the policy."
     checks_media_positions = True   # vLLM's M-RoPE positions against transformers' (see above), before any request
+    memory_pool = True   # sleep mode allocates from a pool of its own: the actor keeps the default allocator
     def __init__(self, model, # the policy, whose weights the engine copies (and `sync_weights` updates)
                  tok, # its tokenizer (pad and end-of-turn ids), as for `HFEngine`
                  rcfg, # `cfg.rollout`, as for `HFEngine`

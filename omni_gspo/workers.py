@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 from .config import Config
-from .platform import ensure_process_group, fp32_gemm_sums, torch_device, world_size
+from .platform import ensure_process_group, expandable_segments, fp32_gemm_sums, torch_device, world_size
 from .fsdp import checkpoint_layers, compile_units, shard_model
 from .model import DTYPES, base_model, load_model, resolve_model_path
 from .lora import configure_trainable, lora_modules
@@ -58,6 +58,8 @@ class ActorWorker:
                 ):
         self.device, self.tok, self.adapter, m = torch_device(cfg.hardware.device), tok, adapter, cfg.model
         fp32_gemm_sums(self.device)   # the rollout's decode-sized products sum as the actor's do (00a_platform)
+        if not getattr(engine_class(cfg.rollout.engine), 'memory_pool', False):   # vLLM's sleep mode: its own pool
+            expandable_segments(self.device)   # less cached-but-free memory (00a_platform)
         policy = load_model(model_path, m.dtype, self.device, m.attn_implementation, m.fp32_logits, m.fp32_residual,
                             adapter)
         self.model = configure_trainable(policy, m)
