@@ -17,7 +17,7 @@ VLLM_AWAY_FROM_DEFAULTS = (
 def ray_cluster():
     "One local Ray cluster of 3 CPUs for every test that places workers through Ray (started once: each start costs ~10 s)."
     ray = pytest.importorskip('ray')
-    ray.init(num_cpus=3, include_dashboard=False, configure_logging=False)
+    ray.init(address='local', num_cpus=3, include_dashboard=False, configure_logging=False)   # never a cluster found on the machine
     yield ray
     ray.shutdown()
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 CLI = str(Path(sys.executable).with_name('omni-gspo'))
-ARGS = ['train', 'trainer.max_steps=5', 'trainer.save_freq=1', 'trainer.test_freq=0', 'data.train_batch_size=4',
+ARGS = ['train', 'trainer.max_steps=3', 'trainer.save_freq=1', 'trainer.test_freq=0', 'data.train_batch_size=4',
         'actor.ppo_mini_batch_size=2', 'rollout.n=4', 'rollout.response_length=24', 'logging.progress_bar=false', 'logging.plot=false']
 VOLATILE = ('timing_s/', 'perf/')
 
@@ -39,7 +39,7 @@ def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path, placement):
         time.sleep(0.05)
     p.send_signal(signal.SIGKILL); p.wait()
     done = sorted(int(d.name.split('_')[1]) for d in (run/'checkpoints').glob('step_*') if (d/'state.json').exists())
-    assert done and done[-1] < 5, done
+    assert done and done[-1] < 3, done
     saved = json.loads((run/'config.json').read_text())
     r = subprocess.run([CLI, 'train', 'trainer.output_dir=killed', 'trainer.resume=auto'], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -50,6 +50,6 @@ def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path, placement):
     history = [json.loads(l) for l in (run/'config_history.jsonl').read_text().splitlines()]
     assert [(h['step'], h['changes']) for h in history] == [(1, {}), (done[-1] + 1, {})]
     whole, resumed = metrics(tmp_path/'whole'), metrics(run)
-    assert [x['training/global_step'] for x in resumed] == [1, 2, 3, 4, 5]
+    assert [x['training/global_step'] for x in resumed] == [1, 2, 3]
     assert resumed == whole
-    if placement: assert [x['rollout/staleness_max'] for x in resumed] == [0, 1, 1, 1, 1]
+    if placement: assert [x['rollout/staleness_max'] for x in resumed] == [0, 1, 1]
