@@ -4,7 +4,7 @@
 
 # %% ../nbs/06a_vllm.ipynb #0a4b0285
 from __future__ import annotations
-import copy, dataclasses, json, logging, math, shutil, tempfile, time, uuid, warnings
+import copy, dataclasses, json, logging, math, re, shutil, tempfile, time, uuid, warnings
 from contextlib import contextmanager
 from fastcore.basics import patch
 from pathlib import Path
@@ -21,11 +21,11 @@ from .platform import (cuda_available, ipc_collect, rank, release_cached_memory,
                               world_size)
 
 # %% auto #0
-__all__ = ['RELOAD_CHATTER', 'dedup_pads', 'prompt_media', 'build_request', 'export_for_vllm', 'tiny_causal_lm_config',
+__all__ = ['RELOAD_CHATTER', 'CPU_SHM', 'dedup_pads', 'prompt_media', 'build_request', 'export_for_vllm', 'tiny_causal_lm_config',
            'tp_expert_shard', 'write_cpu_moe_experts', 'load_weights_on_worker', 'ReloadMessages', 'quiet_reload',
            'unsynced', 'SyncReport', 'probe_image', 'mrope_agrees', 'shift_offsets', 'fix_mrope_on_worker',
-           'VLLMEngine', 'vllm_settings', 'omni_deploy_config', 'write_deploy_config', 'omni_engine_args',
-           'load_shared_weights_on_worker', 'VLLMOmniEngine']
+           'VLLMEngine', 'drop_stale_cpu_shm', 'vllm_settings', 'omni_deploy_config', 'write_deploy_config',
+           'omni_engine_args', 'load_shared_weights_on_worker', 'VLLMOmniEngine']
 
 # %% ../nbs/06a_vllm.ipynb #02106c37
 def dedup_pads(ids:list[int], # prompt token ids
@@ -353,6 +353,21 @@ def _first_sync(self:VLLMEngine, model):
     self._report(r, None, time.perf_counter() - t, 'every weight' + merged)
     if self.lora_sync == 'adapter': self._new_adapter(model)
 
+# %% ../nbs/06a_vllm.ipynb #6fa2efe3
+CPU_SHM = Path('/dev/shm')   # where POSIX shared memory segments are files
+
+def drop_stale_cpu_shm(rank:int, # this process's global rank
+                       folder:Path=CPU_SHM, # the shared-memory folder
+                      )->list[str]:
+    "Unlink the CPU communicator segments an earlier engine left for `rank` (see above); the names unlinked."
+    gone = []
+    for f in sorted(folder.glob('*-cpushm_*')):
+        m = re.search(r'\[([\d-]+)\]-cpushm_(\d+)$', f.name)
+        ranks = [int(r) for r in m[1].split('-')] if m else []
+        if rank in ranks and ranks.index(rank) == int(m[2]):
+            f.unlink(missing_ok=True); gone.append(f.name)
+    return gone
+
 # %% ../nbs/06a_vllm.ipynb #e8b73630
 @patch(cls_method=True)
 def from_config(cls:VLLMEngine, model, # the policy module the engine samples from
@@ -373,7 +388,9 @@ def from_config(cls:VLLMEngine, model, # the policy module the engine samples fr
 def _make_llm(self:VLLMEngine, folder, kw):
     from vllm import LLM
     # one worker per rank, in the trainer's group: consecutive ranks form a tensor-parallel engine (see above)
-    if world_size() > 1: kw = {'distributed_executor_backend': 'external_launcher'} | kw
+    if world_size() > 1:
+        kw = {'distributed_executor_backend': 'external_launcher'} | kw
+        if not cuda_available(): drop_stale_cpu_shm(rank())   # see above
     elif kw.get('tensor_parallel_size', 1) > 1:
         raise ValueError(f"tensor_parallel_size={kw['tensor_parallel_size']} on one rank: a tensor-parallel engine "
                          "spans that many trainer ranks (external launcher); run with as many ranks")
