@@ -53,6 +53,11 @@ ROWS = [   # (name, file and entry, measured kind, measured GiB, overrides, the 
 # the record of what those runs measured, not as checks of today's plan.
 BEFORE = "the update's peak, measured with the earlier logits code (5 live fp32 chunk tensors, not 3): not today's"
 
+def plan_parts(p)->dict:
+    "A plan's parts by phase, GiB rounded, as every row of result.json holds them."
+    return {'parts_update_gib': {k: round(v, 2) for k, v in p.update.items()},
+            'parts_generate_gib': {k: round(v, 2) for k, v in p.generate.items()}}
+
 def row(name, src, kind, measured, over, cal, p)->dict:
     "One result entry: what was measured where, what the plan predicts, and the plan's parts."
     pred = p.peak_gb if kind == DEV else p.allocated_gb
@@ -61,8 +66,7 @@ def row(name, src, kind, measured, over, cal, p)->dict:
             'error_pct': round(100 * (pred - measured) / measured, 1), 'calibrates': cal,
             **({'superseded': BEFORE} if old else {}),
             'config': {k: v for k, v in over.items() if k != 'model.path'} | {'model': 'Qwen3-Omni-30B-A3B thinker, 48L'},
-            'parts_update_gib': {k: round(v, 2) for k, v in p.update.items()},
-            'parts_generate_gib': {k: round(v, 2) for k, v in p.generate.items()}}
+            **plan_parts(p)}
 
 HF = 'bench/hf_engine/result_h200_thinker.json'
 ENGINE_ROWS = [   # (name, source, rows, measured torch peak GiB): plain `generate`, 256 + 256 tokens, bf16 head
@@ -115,8 +119,7 @@ def front_row(name, src, layers, over, folder_of)->dict:
             'measured': {DEV: measured}, 'predicted': {DEV: round(p.peak_gb, 2)}, 'error_pct': err,
             'within_10pct': abs(err) <= 10, 'calibrates': '',
             'config': {'recipe': 'avqa', 'preset': 'gpu-lora'} | SCALE | over,
-            'parts_update_gib': {k: round(v, 2) for k, v in p.update.items()},
-            'parts_generate_gib': {k: round(v, 2) for k, v in p.generate.items()}}
+            **plan_parts(p)}
 
 def replanned(r:dict, folder_of)->dict:
     "A `measure.py` row planned again by today's planner (its prediction when measured kept beside)."
@@ -130,8 +133,7 @@ def replanned(r:dict, folder_of)->dict:
     r['predicted'] = {'device_peak_gib': round(p.peak_gb, 2), 'torch_max_allocated_gib': round(p.allocated_gb, 2)}
     r['error_pct'] = round(100 * (p.peak_gb - r['measured']['device_peak_gib']) / r['measured']['device_peak_gib'], 1)
     r['within_10pct'] = abs(r['error_pct']) <= 10
-    r['parts_update_gib'] = {k: round(v, 2) for k, v in p.update.items()}
-    r['parts_generate_gib'] = {k: round(v, 2) for k, v in p.generate.items()}
+    r |= plan_parts(p)
     return r
 
 def main():

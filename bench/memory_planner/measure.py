@@ -76,10 +76,9 @@ def _where(frames, n=6)->str:
 
 def live_at_peak(trace:list[dict], top:int=30)->dict:
     "Replay one device's allocation trace: the tensors live when the traced allocations peaked, grouped by `_where`."
-    live, run, peak, at = {}, 0, 0, 0
+    run, peak, at = 0, 0, 0
     for i, e in enumerate(trace):
-        if e['action'] == 'alloc': live[e['addr']] = e; run += e['size']
-        elif e['action'] == 'free_requested': run -= e['size']; live.pop(e['addr'], None)
+        run += {'alloc': e['size'], 'free_requested': -e['size']}.get(e['action'], 0)
         if run > peak: peak, at = run, i
     live = {}
     for e in trace[:at + 1]:
