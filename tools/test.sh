@@ -6,6 +6,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 export IPYTHONDIR="$PWD/.ci/.ipython" JUPYTER_RUNTIME_DIR="$PWD/.ci/.jupyter" JUPYTER_DATA_DIR="$PWD/.ci/.jupyter/data"
 export OMNI_GSPO_CACHE="${OMNI_GSPO_CACHE:-$PWD/.ci/cache}" HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONWARNINGS=ignore
+# OpenMP threads that wait for work sleep instead of spinning: the notebooks and tests run several torch processes on
+# the 2 cores at once, and spinning threads took the cores from the working ones (06a_vllm and 09_trainer side by side:
+# 67 s wall and 127 CPU-s spinning, 42 s and 74 CPU-s passive; all notebooks 196 s -> 93 s).
+export OMP_WAIT_POLICY=PASSIVE
 mkdir -p .ci/logs
 VENV="${VENV:-$PWD/.venv}"
 passed=0; failed=0; skipped=0
@@ -65,7 +69,8 @@ if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped$ ]]; the
 else failed=$((failed+1)); fi
 
 stage tests "tests/"
-python -m pytest tests -q -p no:cacheprovider --durations=40 2>&1 | tee .ci/logs/pytest.log
+# two workers, each file on one of them, longest first (tests/conftest.py)
+python -m pytest tests -q -p no:cacheprovider -n 2 --no-loadscope-reorder --durations=40 2>&1 | tee .ci/logs/pytest.log
 line=$(grep -E '(passed|failed|error|skipped)' .ci/logs/pytest.log | tail -1)
 n() { [[ $line =~ ([0-9]+)\ $1 ]] && echo "${BASH_REMATCH[1]}" || echo 0; }
 passed=$((passed+$(n passed))); failed=$((failed+$(n failed)+$(n error))); skipped=$((skipped+$(n skipped)))
