@@ -36,12 +36,14 @@ def lab(tmp_path):
     work = tmp_path/'work'; work.mkdir(); LOGS.mkdir(parents=True, exist_ok=True)
     shutil.copy(NOTEBOOK, work/NOTEBOOK.name)
     settings = tmp_path/'lab-settings'/'@jupyterlab'
-    for ext, name, value in (('apputils-extension', 'notification', {'fetchNews': 'false'}),    # no "get Jupyter news?" toast
-                             ('notebook-extension', 'tracker', {'windowingMode': 'none',        # every cell in the page
-                                                                 'autoStartDefaultKernel': True})):  # never a "Select Kernel" dialog
+    for ext, name, value in (
+            ('apputils-extension', 'notification', {'fetchNews': 'false'}),    # no "get Jupyter news?" toast
+            ('notebook-extension', 'tracker', {'windowingMode': 'none',        # every cell in the page
+                                               'autoStartDefaultKernel': True})):  # never a "Select Kernel" dialog
         (settings/ext).mkdir(parents=True, exist_ok=True)
         (settings/ext/f'{name}.jupyterlab-settings').write_text(json.dumps(value))
-    env = os.environ | {'JUPYTERLAB_SETTINGS_DIR': str(tmp_path/'lab-settings'), 'JUPYTERLAB_WORKSPACES_DIR': str(tmp_path/'workspaces')}
+    env = os.environ | {'JUPYTERLAB_SETTINGS_DIR': str(tmp_path/'lab-settings'),
+                        'JUPYTERLAB_WORKSPACES_DIR': str(tmp_path/'workspaces')}
     port = free_port()
     log = open(tmp_path/'lab.log', 'w')
     p = subprocess.Popen([sys.executable, '-m', 'jupyterlab', '--no-browser', f'--port={port}', '--ip=127.0.0.1',
@@ -54,7 +56,8 @@ def lab(tmp_path):
             try:
                 urllib.request.urlopen(f'{url}/api/status?token={TOKEN}', timeout=1); break
             except OSError:
-                if p.poll() is not None: pytest.fail(f"jupyter lab exited with {p.returncode}: {(tmp_path/'lab.log').read_text()[-2000:]}")
+                if p.poll() is not None:
+                    pytest.fail(f"jupyter lab exited with {p.returncode}: {(tmp_path/'lab.log').read_text()[-2000:]}")
                 time.sleep(0.5)
         else: pytest.fail(f"jupyter lab did not answer within 60 s: {(tmp_path/'lab.log').read_text()[-2000:]}")
         yield url
@@ -71,7 +74,9 @@ def kernel_ready(url:str, timeout_s:float=60):
     page is still starting its session can start a second kernel and lose the first one's cells."""
     t0 = time.time()
     while time.time() - t0 < timeout_s:
-        with urllib.request.urlopen(urllib.request.Request(f'{url}/api/kernels', headers={'Authorization': f'token {TOKEN}'}), timeout=5) as r:
+        with urllib.request.urlopen(urllib.request.Request(f'{url}/api/kernels',
+                                                           headers={'Authorization': f'token {TOKEN}'}),
+                                    timeout=5) as r:
             ks = json.loads(r.read())
         if len(ks) == 1 and ks[0]['execution_state'] == 'idle' and ks[0]['connections'] >= 1: return
         time.sleep(0.5)
@@ -92,7 +97,8 @@ def run_all_cells(page, n_code:int, timeout_s:float=150):
     t0, quiet_since = time.time(), time.time() - 5
     while time.time() - t0 < timeout_s:
         if page.evaluate(ALL_RAN, n_code): return
-        if any(p.strip() != '[ ]:' for p in page.locator('.jp-CodeCell .jp-InputPrompt').all_text_contents()): quiet_since = time.time()
+        if any(p.strip() != '[ ]:' for p in page.locator('.jp-CodeCell .jp-InputPrompt').all_text_contents()):
+            quiet_since = time.time()
         elif time.time() - quiet_since >= 5:
             page.click('.lm-MenuBar-item:has-text("Run")')
             page.click('.lm-Menu-item[data-command="runmenu:run-all"]')
@@ -115,17 +121,23 @@ def test_inspect_a_run_renders_in_chromium(lab):
             run_all_cells(page, sum(c['cell_type'] == 'code' for c in json.loads(NOTEBOOK.read_text())['cells']))
             text = '\n'.join(page.locator('.jp-OutputArea-output').all_text_contents())
             assert 'Traceback' not in text, text[-3000:]
-            page.wait_for_selector('.widget-html:has-text("tokens, coloured by rollout")', state='attached', timeout=30_000)   # the inspector rendered
+            # the inspector rendered
+            page.wait_for_selector('.widget-html:has-text("tokens, coloured by rollout")', state='attached',
+                                   timeout=30_000)
             text = '\n'.join(page.locator('.jp-OutputArea-output').all_text_contents())
             assert 'Error displaying widget' not in text and 'advantage' in text and 'sample 0' in text, text[-3000:]
             audio = page.locator('.jp-OutputArea-output audio').first
             audio.wait_for(state='attached', timeout=10_000)
-            page.wait_for_function("a => a.readyState >= 1 && a.duration > 0.5", arg=audio.element_handle(), timeout=10_000)   # a playable clip
-            assert page.locator('.jp-OutputArea-output img').count() >= 1                                  # the prompt's picture
+            # a playable clip
+            page.wait_for_function("a => a.readyState >= 1 && a.duration > 0.5", arg=audio.element_handle(),
+                                   timeout=10_000)
+            # the prompt's picture
+            assert page.locator('.jp-OutputArea-output img').count() >= 1
             assert page.locator('.js-plotly-plot .main-svg').count() >= 1
             assert not errors, errors
             page.keyboard.press('Control+b')                                     # hide the file browser
-            page.locator('.jp-CodeCell:has(audio)').first.evaluate("e => e.scrollIntoView({block: 'start'})")   # the inspector's cell on top
+            # the inspector's cell on top
+            page.locator('.jp-CodeCell:has(audio)').first.evaluate("e => e.scrollIntoView({block: 'start'})")
             page.screenshot(path=str(SHOT))
         except BaseException:
             page.screenshot(path=str(FAILED)); FAILED.with_suffix('.html').write_text(page.content()); raise

@@ -33,7 +33,8 @@ def test_cli_train_short_run(tmp_path):
                    'data.generated_val_size=8', 'rollout.response_length=24', 'logging.progress_bar=false',
                    'trainer.output_dir=run', cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert json.loads((tmp_path/'run'/'config.json').read_text())['actor']['optim']['lr'] == 0.002   # the recipe default, saved
+    # the recipe default, saved
+    assert json.loads((tmp_path/'run'/'config.json').read_text())['actor']['optim']['lr'] == 0.002
     tail = r.stdout.strip().splitlines()[-3:]
     assert [l.split(':')[0] for l in tail] == ['metrics', 'plot', 'checkpoint'], tail
     rows = [json.loads(l) for l in (tmp_path/'run'/'metrics.jsonl').read_text().splitlines()]
@@ -56,19 +57,23 @@ def test_cli_train_with_vllm_engine(cli_run, recipe):
     assert [x['training/global_step'] for x in rows] == [1, 2]
     assert {'gsm8k': 'val-core/openai/gsm8k/acc/mean@1', 'avqa': 'val-core/avqa_r1_6k/reward/mean@1'}[recipe] in rows[1]
     for x in rows:   # fp32 on CPU: vLLM's sampled log-probs equal the actor's recomputation after every weight sync
-        assert x['training/rollout_actor_probs_pearson_corr'] > 0.9999 and x['training/rollout_probs_diff_max'] < 1e-3, x
+        assert (x['training/rollout_actor_probs_pearson_corr'] > 0.9999
+                and x['training/rollout_probs_diff_max'] < 1e-3), x
         assert x['timing_s/sync'] > 0 and x['timing_s/wake'] >= 0 and x['timing_s/sleep'] >= 0
 
 
 def test_sabotaged_weight_sync_stops_the_run(tmp_path):
     "A vLLM engine whose weight sync silently does nothing is caught by the parity guard and the run stops."
-    script = ("import sys; from omni_gspo import vllm_engine; vllm_engine.VLLMEngine.sync_weights = lambda self, model, step=None: {}; "
+    script = ("import sys; from omni_gspo import vllm_engine; "
+              "vllm_engine.VLLMEngine.sync_weights = lambda self, model, step=None: {}; "
               "from omni_gspo.launch import main; sys.exit(main(sys.argv[1:]))")
-    r = subprocess.run([sys.executable, '-c', script, 'train', 'rollout.engine=vllm', 'trainer.max_steps=3', 'trainer.test_freq=0',
-                        'data.train_batch_size=4', 'actor.ppo_mini_batch_size=2', 'rollout.n=4', 'actor.optim.lr=0.5',
-                        'logging.progress_bar=false', 'trainer.output_dir=run'], cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    r = subprocess.run([sys.executable, '-c', script, 'train', 'rollout.engine=vllm', 'trainer.max_steps=3',
+                        'trainer.test_freq=0', 'data.train_batch_size=4', 'actor.ppo_mini_batch_size=2', 'rollout.n=4',
+                        'actor.optim.lr=0.5', 'logging.progress_bar=false', 'trainer.output_dir=run'], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=900)
     assert r.returncode != 0
-    assert 'step 2: rollout and actor log-probs disagree' in r.stderr and 'weight sync did not take effect' in r.stderr, r.stderr[-2000:]
+    assert ('step 2: rollout and actor log-probs disagree' in r.stderr
+            and 'weight sync did not take effect' in r.stderr), r.stderr[-2000:]
     rows = [json.loads(l) for l in (tmp_path/'run'/'metrics.jsonl').read_text().splitlines()]
     assert [x['training/global_step'] for x in rows] == [1]                 # step 1 (synced at start) was fine
 
@@ -97,34 +102,41 @@ def readme_commands()->list[list[str]]:
 
 
 def test_readme_commands_pass_config(tmp_path):
-    "Every `omni-gspo` command of the README, run as `omni-gspo config` (a named checkpoint folder made here): the config it builds is valid."
+    """Every `omni-gspo` command of the README, run as `omni-gspo config` (a named checkpoint folder made here): the
+    config it builds is valid."""
     cmds = readme_commands()
-    assert len(cmds) >= 7 and any('hardware.gpus_per_node=8' in c for c in cmds) and any('hardware.nnodes=2' in c for c in cmds), cmds
+    assert (len(cmds) >= 7 and any('hardware.gpus_per_node=8' in c for c in cmds)
+            and any('hardware.nnodes=2' in c for c in cmds)), cmds
     for cmd in cmds:
         for a in cmd:
             if a.startswith('model.path='):    # the real checkpoint's config.json, as far as the checks read it
                 (tmp_path/a[11:]).mkdir(parents=True, exist_ok=True)
-                (tmp_path/a[11:]/'config.json').write_text(json.dumps({'model_type': 'qwen3_omni_moe', 'thinker_config': {
-                    'text_config': {'max_position_embeddings': 65536}}}))
+                (tmp_path/a[11:]/'config.json').write_text(json.dumps({'model_type': 'qwen3_omni_moe',
+                    'thinker_config': {'text_config': {'max_position_embeddings': 65536}}}))
         r = run_cli('config', *cmd[1:], cwd=tmp_path)
         assert cmd[0] in ('train', 'config') and r.returncode == 0, (cmd, r.stderr)
     two = next(c for c in cmds if 'hardware.nnodes=2' in c)
     r = run_cli('config', *[a for a in two[1:] if not a.startswith('actor.ppo_mini_batch_size')], cwd=tmp_path)
-    assert r.returncode == 2 and 'actor.ppo_mini_batch_size (4) must be a multiple of the 16 ranks' in r.stderr, r.stderr   # what the batch sizes are for
+    # what the batch sizes are for
+    assert (r.returncode == 2
+            and 'actor.ppo_mini_batch_size (4) must be a multiple of the 16 ranks' in r.stderr), r.stderr
 
 
 def test_issue_example_fails_at_config(tmp_path):
-    "A GPU config with a checkpoint that is not there and batches the ranks do not divide: every problem at once, before any device."
-    r = run_cli('config', 'recipe=avqa', 'hardware.device=gpu', 'hardware.gpus_per_node=8', 'actor.fsdp=true', 'rollout.engine=vllm',
-                'model.path=/nonexistent', cwd=tmp_path)
+    """A GPU config with a checkpoint that is not there and batches the ranks do not divide: every problem at once,
+    before any device."""
+    r = run_cli('config', 'recipe=avqa', 'hardware.device=gpu', 'hardware.gpus_per_node=8', 'actor.fsdp=true',
+                'rollout.engine=vllm', 'model.path=/nonexistent', cwd=tmp_path)
     assert r.returncode == 2 and r.stdout == '', r.stdout
     lines = r.stderr.splitlines()
     assert lines[0] == 'omni-gspo: error: 3 problems in the config:', r.stderr
-    assert [l.split()[1] for l in lines[1:]] == ['data.train_batch_size', 'actor.ppo_mini_batch_size', "model.path"], r.stderr
+    assert [l.split()[1] for l in lines[1:]] == ['data.train_batch_size', 'actor.ppo_mini_batch_size',
+                                                 "model.path"], r.stderr
     assert "model.path '/nonexistent': no config.json there" in r.stderr
 
 
-@pytest.mark.parametrize('args', [['--help'], ['train', '--help'], ['config', '--help'], ['train', 'recipe=avqa', '-h']])
+@pytest.mark.parametrize('args',
+                         [['--help'], ['train', '--help'], ['config', '--help'], ['train', 'recipe=avqa', '-h']])
 def test_help_prints_usage(tmp_path, args):
     r = run_cli(*args, cwd=tmp_path)
     assert r.returncode == 0 and r.stdout.startswith('usage: omni-gspo') and r.stderr == '', (r.stdout, r.stderr)
@@ -134,7 +146,8 @@ def test_papermill_train_gsm8k_parameters(tmp_path):
     "Papermill's parameters reach the run: `max_steps` and `overrides` (the other recipes' notebooks run at defaults)."
     out = tmp_path/'out.ipynb'
     pm.execute_notebook(str(ROOT/'nbs'/'train_gsm8k.ipynb'), str(out), cwd=str(tmp_path), kernel_name='python3',
-                        progress_bar=False, parameters={'max_steps': 2, 'overrides': {'trainer.output_dir': 'other', 'rollout.n': 2,
+                        progress_bar=False,
+                        parameters={'max_steps': 2, 'overrides': {'trainer.output_dir': 'other', 'rollout.n': 2,
                                                                  'data.generated_val_size': 8}})   # validation as quick
     nb = json.loads(out.read_text())
     assert not nb['metadata']['papermill'].get('exception')
@@ -153,8 +166,10 @@ def test_papermill_multimodal_recipes_defaults(tmp_path, recipe, source):
     rows = [json.loads(l) for l in (only_run(tmp_path/'runs'/recipe)/'metrics.jsonl').read_text().splitlines()]
     assert [x['training/global_step'] for x in rows] == [1, 2, 3, 4]
     assert f'val-core/{source}/reward/mean@1' in rows[-1]
-    widgets = json.dumps(json.loads(out.read_text())['metadata']['widgets'])   # the browser's state, saved with the run record
-    assert '&lt;image&gt;' in widgets and 'ImageModel' in widgets      # the dataset browser showed the first prompt and its image
+    # the browser's state, saved with the run record
+    widgets = json.dumps(json.loads(out.read_text())['metadata']['widgets'])
+    # the dataset browser showed the first prompt and its image
+    assert '&lt;image&gt;' in widgets and 'ImageModel' in widgets
     assert ('AudioModel' in widgets) == (recipe == 'avqa')             # and a player for the clip
 
 
@@ -189,10 +204,12 @@ MISSING_DEVICE = [
 
 @pytest.mark.parametrize('hardware,msg', MISSING_DEVICE)
 def test_papermill_missing_device_fails_fast(tmp_path, hardware, msg):
-    "`papermill nbs/train_avqa.ipynb out.ipynb -p hardware npu` on a machine without it: stops in the config cell, in seconds, with one line."
+    """`papermill nbs/train_avqa.ipynb out.ipynb -p hardware npu` on a machine without it: stops in the config cell, in
+    seconds, with one line."""
     t0 = time.monotonic()
-    r = subprocess.run([str(Path(sys.executable).with_name('papermill')), str(ROOT/'nbs'/'train_avqa.ipynb'), 'out.ipynb',
-                        '-p', 'hardware', hardware], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    r = subprocess.run([str(Path(sys.executable).with_name('papermill')), str(ROOT/'nbs'/'train_avqa.ipynb'),
+                        'out.ipynb', '-p', 'hardware', hardware], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300)
     took = time.monotonic() - t0
     assert r.returncode != 0
     assert took < 60, f'took {took:.0f} s'                              # measured: about 5 s on 2 cores
@@ -211,7 +228,8 @@ def test_cli_missing_device_is_one_clear_line(tmp_path, hardware, msg):
 
 
 def test_live_dashboard_updates_one_display_in_a_kernel(tmp_path):
-    "In a real Jupyter kernel (papermill), the dashboard is one output updated in place; metrics.html holds the same curves."
+    """In a real Jupyter kernel (papermill), the dashboard is one output updated in place; metrics.html holds the same
+    curves."""
     import nbformat
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(
@@ -220,7 +238,8 @@ def test_live_dashboard_updates_one_display_in_a_kernel(tmp_path):
         "for s in (1, 2, 3): lg.log({'reward/mean': 0.1 * s, 'actor/grad_norm': 1.0 / s}, s)\n"
         "lg.close()")]
     nbformat.write(nb, str(tmp_path/'dash.ipynb'))
-    pm.execute_notebook(str(tmp_path/'dash.ipynb'), str(tmp_path/'out.ipynb'), cwd=str(tmp_path), kernel_name='python3', progress_bar=False)
+    pm.execute_notebook(str(tmp_path/'dash.ipynb'), str(tmp_path/'out.ipynb'), cwd=str(tmp_path), kernel_name='python3',
+                        progress_bar=False)
     outs = json.loads((tmp_path/'out.ipynb').read_text())['cells'][0]['outputs']
     figs = [o for o in outs if 'application/vnd.plotly.v1+json' in o.get('data', {})]
     assert len(figs) == 1, [o.get('data', {}).keys() for o in outs]
@@ -229,7 +248,8 @@ def test_live_dashboard_updates_one_display_in_a_kernel(tmp_path):
     assert [o['text'] for o in outs if o['output_type'] == 'stream'] and 'step 3: reward/mean=0.3' in ''.join(
         ''.join(o['text']) for o in outs if o['output_type'] == 'stream')
     html = (tmp_path/'run'/'metrics.html').read_text()
-    assert '"name":"reward\\u002fmean","x":[1,2,3]' in html and 'actor\\u002fgrad_norm' in html   # plotly escapes '/' in its JSON
+    # plotly escapes '/' in its JSON
+    assert '"name":"reward\\u002fmean","x":[1,2,3]' in html and 'actor\\u002fgrad_norm' in html
     assert len((tmp_path/'run'/'metrics.jsonl').read_text().splitlines()) == 3
 
 
@@ -239,15 +259,18 @@ def test_check_nb_size(tmp_path):
     clean = nbformat.v4.new_notebook(); clean.cells = [nbformat.v4.new_code_cell('1 + 1')]
     nbformat.write(clean, str(tmp_path/'clean.ipynb'))
     with_out = nbformat.v4.new_notebook()
-    with_out.cells = [nbformat.v4.new_code_cell('1 + 1', outputs=[nbformat.v4.new_output('execute_result', {'text/plain': '2'}, execution_count=1)])]
+    with_out.cells = [nbformat.v4.new_code_cell(
+        '1 + 1', outputs=[nbformat.v4.new_output('execute_result', {'text/plain': '2'}, execution_count=1)])]
     nbformat.write(with_out, str(tmp_path/'with_out.ipynb'))
     big = nbformat.v4.new_notebook(); big.cells = [nbformat.v4.new_markdown_cell('x' * 300_000)]
     nbformat.write(big, str(tmp_path/'big.ipynb'))
     r = subprocess.run([*tool, str(tmp_path/'clean.ipynb')], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout
-    r = subprocess.run([*tool, str(tmp_path/'clean.ipynb'), str(tmp_path/'with_out.ipynb'), str(tmp_path/'big.ipynb')], capture_output=True, text=True)
+    r = subprocess.run([*tool, str(tmp_path/'clean.ipynb'), str(tmp_path/'with_out.ipynb'), str(tmp_path/'big.ipynb')],
+                       capture_output=True, text=True)
     assert r.returncode == 1
-    assert 'with_out.ipynb: cell(s) [0] carry outputs' in r.stdout and 'big.ipynb: 300 kB, over the 200 kB limit' in r.stdout, r.stdout
+    assert ('with_out.ipynb: cell(s) [0] carry outputs' in r.stdout
+            and 'big.ipynb: 300 kB, over the 200 kB limit' in r.stdout), r.stdout
     assert 'clean.ipynb' not in r.stdout.replace('3 notebooks', '')
     r = subprocess.run(tool, capture_output=True, text=True, cwd=ROOT)  # the repository's own notebooks
     assert r.returncode == 0, r.stdout

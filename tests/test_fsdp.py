@@ -57,12 +57,14 @@ def export(model): return {k: v.clone() for k, v in export_weights(model)}
 
 
 def train_step(model, rows, world):
-    "One step on `rows` of GSPO minus 0.01·entropy (the actor's loss): (loss, gradient norm, gathered gradients), AdamW applied."
+    """One step on `rows` of GSPO minus 0.01·entropy (the actor's loss): (loss, gradient norm, gathered gradients),
+    AdamW applied."""
     ids, am, rm, adv = batch(rows)
     model.train()
     lp, ent = completion_logprobs(model, ids, am, P, with_entropy=True)
     pg, _ = policy_loss('gspo', lp, lp.detach(), adv, rm, num_seqs=N / world)
-    loss = pg - 0.01 * agg_loss(ent, rm, 'seq-mean-token-mean', num_seqs=N / world)   # the entropy makes the value depend on the forward
+    # the entropy makes the value depend on the forward
+    loss = pg - 0.01 * agg_loss(ent, rm, 'seq-mean-token-mean', num_seqs=N / world)
     loss.backward()
     params = [p for p in model.parameters() if p.requires_grad]
     norm = full_tensor(torch.nn.utils.clip_grad_norm_(params, float('inf')))
@@ -75,8 +77,9 @@ def generate(model, rank, synced):
     "Greedy continuation of prompt `rank`, rank r asking for 4 + 8r new tokens: the ranks finish at different steps."
     ids, am, _, _ = batch([rank])
     with torch.no_grad():
-        out = model.generate(input_ids=ids[:, :P], attention_mask=am[:, :P], do_sample=False, max_new_tokens=4 + 8 * rank,
-                             min_new_tokens=4 + 8 * rank, synced_gpus=synced, pad_token_id=0)
+        out = model.generate(input_ids=ids[:, :P], attention_mask=am[:, :P], do_sample=False,
+                             max_new_tokens=4 + 8 * rank, min_new_tokens=4 + 8 * rank, synced_gpus=synced,
+                             pad_token_id=0)
     return out[0, P:]
 
 
@@ -86,7 +89,9 @@ def _worker(rank, folder):
     res = {}
     for name, (r, dtype, kw) in CASES.items():
         m = shard_model(policy(r, dtype), **kw)
-        if name == 'lora':   # every forward all-gathers: ranks must run as many as the slowest; transformers does (synced_gpus) for the model shard_model flagged
+        # every forward all-gathers: ranks must run as many as the slowest; transformers does (synced_gpus) for the
+        # model shard_model flagged
+        if name == 'lora':
             res['generated'] = [None] * WORLD
             dist.all_gather_object(res['generated'], generate(m, rank, synced=None))
         before = export(m)

@@ -6,9 +6,9 @@ import json
 import pytest
 
 from conftest import VLLM_AWAY_FROM_DEFAULTS   # vllm: the run test_entrypoints' gsm8k vLLM test checks too
-HF_RUN = ('train', 'rollout.engine=hf', 'rollout.temperature=0.7', 'model.lora_dropout=0.05', 'algorithm.rollout_is=mis',
-          'trainer.max_steps=2', 'trainer.test_freq=0', 'data.train_batch_size=4', 'actor.ppo_mini_batch_size=2',
-          'rollout.n=4', 'logging.progress_bar=false', 'trainer.output_dir=run')
+HF_RUN = ('train', 'rollout.engine=hf', 'rollout.temperature=0.7', 'model.lora_dropout=0.05',
+          'algorithm.rollout_is=mis', 'trainer.max_steps=2', 'trainer.test_freq=0', 'data.train_batch_size=4',
+          'actor.ppo_mini_batch_size=2', 'rollout.n=4', 'logging.progress_bar=false', 'trainer.output_dir=run')
 
 
 @pytest.mark.parametrize('engine', ['hf', 'vllm'])

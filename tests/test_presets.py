@@ -122,11 +122,13 @@ def test_preset_equals_its_upstream_script(preset, recipe, thinker):
 def test_preset_opd_teacher_is_a_second_checkpoint(tmp_path):
     from thinker import thinker_config
     for d in ('student', 'teacher'): thinker_config().save_pretrained(tmp_path/d)
-    r = cli('config', 'recipe=mmk12', 'preset=opd-lora', 'model.path=student', 'algorithm.opd_teacher=teacher', cwd=tmp_path)
+    r = cli('config', 'recipe=mmk12', 'preset=opd-lora', 'model.path=student', 'algorithm.opd_teacher=teacher',
+            cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     shown = printed(r.stdout)
     assert (shown['model.path'], shown['algorithm.opd_teacher']) == ('student', 'teacher')
-    same = cli('config', 'recipe=mmk12', 'preset=opd-lora', 'model.path=student', cwd=tmp_path)   # TEACHER_MODEL's default
+    # TEACHER_MODEL's default
+    same = cli('config', 'recipe=mmk12', 'preset=opd-lora', 'model.path=student', cwd=tmp_path)
     assert printed(same.stdout)['algorithm.opd_teacher'] == 'student', same.stderr
 
 
@@ -135,8 +137,10 @@ def test_user_overrides_beat_the_preset(thinker):
             f'model.path={thinker}', 'trainer.max_steps=3')
     shown = printed(r.stdout)
     assert (shown['actor.optim.lr'], shown['rollout.tensor_parallel_size'], shown['rollout.n']) == (1e-5, 1, 16)
-    assert (shown['trainer.max_steps'], shown['trainer.total_epochs']) == (3, 1)   # the preset's epochs: inert, left out
-    assert missing_features(preset_config('avqa', 'gpu-lora', [f'model.path={thinker}', 'rollout.tensor_parallel_size=1'])) == []
+    # the preset's epochs: inert, left out
+    assert (shown['trainer.max_steps'], shown['trainer.total_epochs']) == (3, 1)
+    assert missing_features(preset_config('avqa', 'gpu-lora',
+                                          [f'model.path={thinker}', 'rollout.tensor_parallel_size=1'])) == []
 
 
 @pytest.mark.parametrize('args,msg', [

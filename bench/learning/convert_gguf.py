@@ -68,7 +68,8 @@ def convert(gguf:Path, out:Path)->Path:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--gguf', type=Path, required=True, help='the GGUF file (written there first when --parts is given)')
+    ap.add_argument('--gguf', type=Path, required=True,
+                    help='the GGUF file (written there first when --parts is given)')
     ap.add_argument('--parts', type=Path, help='folder of piece.* files to concatenate into --gguf')
     ap.add_argument('--out', type=Path, required=True, help='checkpoint folder to write')
     a = ap.parse_args(argv)

@@ -34,7 +34,8 @@ def load_policy(model:Path, adapter:Path|None, dtype:str, device):
 
 def score(text:str, gold:str)->dict:
     "Strict (the gsm8k recipe's reward) and lenient (this run's reward's `acc`) correctness of one response."
-    return {'strict': gsm8k_reward(text, gold), 'lenient': compute_score('', text, gold)['acc'], 'has_hashes': float('####' in text)}
+    return {'strict': gsm8k_reward(text, gold), 'lenient': compute_score('', text, gold)['acc'],
+            'has_hashes': float('####' in text)}
 
 def summarise(rows:list[dict])->dict:
     "Mean of each score over `rows`, with their count."
@@ -45,7 +46,8 @@ def evaluate(engine, tok, path:Path, max_prompt_length:int, batch:int)->tuple[di
     "Summary (overall and per `split` column, if any) and per-row results for the gsm8k-format file `path`."
     rows = read_rows(path, 'eval file')
     prompts, dropped = encode_prompts(gsm8k_examples(rows, str(path)), tok, max_prompt_length)
-    if dropped: raise ValueError(f"{path}: {dropped} prompts longer than {max_prompt_length} tokens; raise --max-prompt-length")
+    if dropped:
+        raise ValueError(f"{path}: {dropped} prompts longer than {max_prompt_length} tokens; raise --max-prompt-length")
     out = []
     for s in range(0, len(prompts), batch):
         chunk = prompts[s:s + batch]
@@ -54,7 +56,8 @@ def evaluate(engine, tok, path:Path, max_prompt_length:int, batch:int)->tuple[di
             text = tok.decode(ids[m.bool()], skip_special_tokens=True)
             r = rows[p.example.index]
             out.append({'split': r.get('split', ''), 'id_orig': r.get('id_orig'), 'gold': p.example.ground_truth,
-                        'clipped': float(why == 'length'), 'length': int(m.sum()), **score(text, p.example.ground_truth), 'response': text})
+                        'clipped': float(why == 'length'), 'length': int(m.sum()),
+                        **score(text, p.example.ground_truth), 'response': text})
     summary = {'all': summarise(out)}
     for sp in sorted({r['split'] for r in out} - {''}): summary[sp] = summarise([r for r in out if r['split'] == sp])
     return summary, out

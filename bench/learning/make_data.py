@@ -38,8 +38,11 @@ def template_split(t, split:str='templates')->str:
 def row(question:str, answer:str, t, split:str)->dict:
     "A gsm8k-format row of template `t`; raises unless the answer ends with '#### N'."
     answer = answer.strip()
-    if not _ANSWER.search(answer): raise ValueError(f"template {t.id_shuffled} (GSM8K test id {t.id_orig}): answer does not end with '#### N': {answer[-60:]!r}")
-    return {'question': question.strip(), 'answer': answer, 'id_orig': t.id_orig, 'template': t.id_shuffled, 'split': split}
+    if not _ANSWER.search(answer):
+        raise ValueError(f"template {t.id_shuffled} (GSM8K test id {t.id_orig}): answer does not end with '#### N': "
+                         f"{answer[-60:]!r}")
+    return {'question': question.strip(), 'answer': answer, 'id_orig': t.id_orig, 'template': t.id_shuffled,
+            'split': split}
 
 def sample_assignment(t, rng:Random, replacements:dict, tries:int=100_000)->dict|None:
     """One random assignment of `t`'s variables that meets its conditions, or None after `tries` draws.
@@ -50,7 +53,8 @@ def sample_assignment(t, rng:Random, replacements:dict, tries:int=100_000)->dict
     the valid combinations without listing them."""
     from multilingual_gsm_symbolic._helpers import EVAL_CONTEXT_HELPERS, eval_node, parse_value
     for _ in range(tries):
-        a = {k: v for line in t.constrained_lines for k, v in t._evaluate_unconstrained_init_line(line, replacements, rng).items()}
+        a = {k: v for line in t.constrained_lines
+             for k, v in t._evaluate_unconstrained_init_line(line, replacements, rng).items()}
         env = EVAL_CONTEXT_HELPERS | {k: parse_value(v) for k, v in a.items()}
         if all(eval_node(c, env) for c in t._condition_asts): break
     else: return None
@@ -59,7 +63,8 @@ def sample_assignment(t, rng:Random, replacements:dict, tries:int=100_000)->dict
     return a
 
 def instances(t, n:int, seed:int, exclude:set[str], replacements:dict, label:str)->list[dict]:
-    "Up to `n` distinct instances of template `t`, their `split` column `label`, whose question is not in `exclude` and whose answer is '#### N'."
+    """Up to `n` distinct instances of template `t`, their `split` column `label`, whose question is not in `exclude`
+    and whose answer is '#### N'."""
     rng, out, seen = Random(seed), [], set(exclude)
     for _ in range(20 * n):
         a = sample_assignment(t, rng, replacements)
@@ -78,17 +83,20 @@ def load_templates()->tuple[list, dict]:
     if len(ts) != 100: raise ValueError(f"expected the 100 English GSM-Symbolic templates, got {len(ts)}")
     return ts, load_replacements('eng')
 
-def split_by_templates(ts, repl, orig_q:set[str], train_per_template:int, heldout_per_template:int, curve_size:int, seed:int)->dict[str, list]:
+def split_by_templates(ts, repl, orig_q:set[str], train_per_template:int, heldout_per_template:int, curve_size:int,
+                       seed:int)->dict[str, list]:
     "Run 2's files: even templates for training, odd ones held out (see the module's docstring)."
     train, heldout, seen = [], [], []
     for t in ts:
         if template_split(t) == 'train':
             mine = instances(t, train_per_template, seed + t.id_shuffled, orig_q, repl, 'train')
             train += mine
-            seen += instances(t, heldout_per_template, seed + 2000 + t.id_shuffled, orig_q | {r['question'] for r in mine}, repl, 'heldout-seen')
+            seen += instances(t, heldout_per_template, seed + 2000 + t.id_shuffled,
+                              orig_q | {r['question'] for r in mine}, repl, 'heldout-seen')
         else: heldout += instances(t, heldout_per_template, seed + 1000 + t.id_shuffled, orig_q, repl, 'heldout')
     curve = sorted(Random(seed).sample(range(len(heldout)), curve_size))   # the trainer validates on this subset
-    return {'train': train, 'heldout': heldout, f'heldout{curve_size}': [heldout[i] for i in curve], 'heldout_seen': seen}
+    return {'train': train, 'heldout': heldout, f'heldout{curve_size}': [heldout[i] for i in curve],
+            'heldout_seen': seen}
 
 def split_by_instances(ts, repl, orig_q:set[str], train_per_template:int, heldout_size:int, seed:int)->dict[str, list]:
     "Run 3's files: every template trained on; `heldout_size` other instances, spread evenly over the templates."
@@ -97,11 +105,13 @@ def split_by_instances(ts, repl, orig_q:set[str], train_per_template:int, heldou
     for t in ts:
         mine = instances(t, train_per_template, seed + t.id_shuffled, orig_q, repl, 'train')
         train += mine
-        heldout += instances(t, per, seed + 2000 + t.id_shuffled, orig_q | {r['question'] for r in mine}, repl, 'heldout')
+        heldout += instances(t, per, seed + 2000 + t.id_shuffled, orig_q | {r['question'] for r in mine}, repl,
+                             'heldout')
     keep = sorted(Random(seed).sample(range(len(heldout)), heldout_size))
     return {'train': train, 'heldout': [heldout[i] for i in keep]}
 
-def build(out:Path, split:str, train_per_template:int, heldout_per_template:int, heldout_size:int, curve_size:int, seed:int)->dict[str, int]:
+def build(out:Path, split:str, train_per_template:int, heldout_per_template:int, heldout_size:int, curve_size:int,
+          seed:int)->dict[str, int]:
     "Write the files of `split` ('instances' or 'templates') under `out`; return their row counts."
     ts, repl = load_templates()
     originals = [row(t.question, t.answer, t, f'{template_split(t, split)}-template') for t in ts]
@@ -120,9 +130,11 @@ def main(argv=None):
     ap.add_argument('--out', type=Path, default=Path(__file__).parent/'data')
     ap.add_argument('--split', choices=('instances', 'templates'), default='instances')
     ap.add_argument('--train-per-template', type=int, default=48)
-    ap.add_argument('--heldout-size', type=int, default=512, help="'instances': held-out rows (one rollout batch: 64 prompts x 8)")
+    ap.add_argument('--heldout-size', type=int, default=512,
+                    help="'instances': held-out rows (one rollout batch: 64 prompts x 8)")
     ap.add_argument('--heldout-per-template', type=int, default=6, help="'templates': held-out rows per template")
-    ap.add_argument('--curve-size', type=int, default=128, help="'templates': held-out rows the trainer validates on during training")
+    ap.add_argument('--curve-size', type=int, default=128,
+                    help="'templates': held-out rows the trainer validates on during training")
     ap.add_argument('--seed', type=int, default=0)
     a = ap.parse_args(argv)
     print(build(a.out, a.split, a.train_per_template, a.heldout_per_template, a.heldout_size, a.curve_size, a.seed))

@@ -11,10 +11,12 @@ from pathlib import Path
 
 VAL = 'val-core/openai/gsm8k/acc/mean@1'
 PEARSON = 'training/rollout_actor_probs_pearson_corr'
-SPLIT_NAMES = {'heldout-template': 'unseen_templates', 'train-template': 'seen_templates'}   # evaluate.py's `split` values
+# evaluate.py's `split` values
+SPLIT_NAMES = {'heldout-template': 'unseen_templates', 'train-template': 'seen_templates'}
 
 def eval_sets(ev:dict)->list[tuple[str, str]]:
-    "(file name, split) of every score in an evaluate.py summary: each file's 'all', and its splits where it has several."
+    """(file name, split) of every score in an evaluate.py summary: each file's 'all', and its splits where it has
+    several."""
     return [(k, sp) for k, v in ev.items() if isinstance(v, dict) and 'all' in v
             for sp in v if sp == 'all' or len(v) > 2]
 
@@ -37,12 +39,14 @@ def panels(rows:list[dict], before:dict, after:dict)->list[dict]:
     steps, rew = series(rows, 'reward/mean')
     _, acc_s = series(rows, 'reward/openai/gsm8k/acc/mean')
     _, hashes = series(rows, 'reward/openai/gsm8k/hashes/mean')
-    acc = [(f"{set_name(key, sp)}, {before[key][sp]['n']}", [0, last], [before[key][sp]['lenient'], after[key][sp]['lenient']], ':')
+    acc = [(f"{set_name(key, sp)}, {before[key][sp]['n']}", [0, last],
+            [before[key][sp]['lenient'], after[key][sp]['lenient']], ':')
            for key, sp in eval_sets(before)]
     vs, vv = series(rows, VAL)
     return [
         {'title': 'sampled responses (T=1), per training step', 'ylabel': 'fraction',
-         'lines': [('reward = right answer', steps, rew, '-'), ('right answer, 5-step mean', steps, rolling(acc_s), '-'),
+         'lines': [('reward = right answer', steps, rew, '-'),
+                   ('right answer, 5-step mean', steps, rolling(acc_s), '-'),
                    ("answer written as '#### N'", steps, hashes, '--')]},
         {'title': 'greedy accuracy (right answer in any form), before and after', 'ylabel': 'accuracy',
          'lines': [('trainer validation (held-out, 400 tokens)', vs, vv, '-')] + acc},
@@ -59,7 +63,8 @@ def write_png(ps:list[dict], path:Path):
     for ax, p in zip(axs.flat, ps):
         for i, (name, xs, ys, style) in enumerate(p['lines']):
             ax.plot(xs, ys, style, marker='o' if len(xs) <= 2 else None, ms=4, label=name)
-        ax.set_title(p['title'], fontsize=10); ax.set_xlabel('training step'); ax.set_ylabel(p['ylabel']); ax.grid(alpha=.3)
+        ax.set_title(p['title'], fontsize=10); ax.set_xlabel('training step'); ax.set_ylabel(p['ylabel'])
+        ax.grid(alpha=.3)
         ax.legend(fontsize=7)
     fig.suptitle('GSPO + LoRA on Qwen2.5-Coder-0.5B-Instruct (bf16), one H200', fontsize=12)
     fig.tight_layout(); fig.savefig(path, dpi=110); plt.close(fig)
@@ -71,7 +76,8 @@ def write_html(ps:list[dict], path:Path):
     dash = {'-': 'solid', ':': 'dot', '--': 'dash'}
     for i, p in enumerate(ps):
         for name, xs, ys, style in p['lines']:
-            fig.add_trace(go.Scatter(x=xs, y=ys, name=name, line={'dash': dash[style]}, mode='lines+markers' if len(xs) <= 2 else 'lines'),
+            fig.add_trace(go.Scatter(x=xs, y=ys, name=name, line={'dash': dash[style]},
+                                     mode='lines+markers' if len(xs) <= 2 else 'lines'),
                           row=i // 2 + 1, col=i % 2 + 1)
     fig.update_layout(height=800, title='GSPO + LoRA on Qwen2.5-Coder-0.5B-Instruct (bf16), one H200')
     path.write_text(fig.to_html(include_plotlyjs='cdn'))

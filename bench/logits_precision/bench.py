@@ -31,18 +31,23 @@ def measure(path, tok, prompts, scale:float, fp32_logits:bool, fp32_residual:boo
     "Parity numbers of one configuration: rollout vs actor, and each against the fp32 model."
     m = scaled(path, 'bfloat16', scale, fp32_logits, fp32_residual)
     t = time.perf_counter()
-    ro = HFEngine(m, tok, RolloutConfig(response_length=tokens, temperature=1.0, hf_fast_decode='off')).generate(prompts, n=2, seed=0)
+    ro = HFEngine(m, tok, RolloutConfig(response_length=tokens, temperature=1.0,
+                                        hf_fast_decode='off')).generate(prompts, n=2, seed=0)
     gen_s = time.perf_counter() - t
-    P, mask, pos = ro.prompt_ids.shape[1], ro.response_mask, running_positions(ro.attention_mask)   # the positions generate uses, as the trainer's actor does
+    # the positions generate uses, as the trainer's actor does
+    P, mask, pos = ro.prompt_ids.shape[1], ro.response_mask, running_positions(ro.attention_mask)
     with torch.no_grad():
         actor = completion_logprobs(m, ro.input_ids, ro.attention_mask, P, position_ids=pos)
         del m
-        ref = completion_logprobs(scaled(path, 'float32', scale, True, True), ro.input_ids, ro.attention_mask, P, position_ids=pos)
+        ref = completion_logprobs(scaled(path, 'float32', scale, True, True), ro.input_ids, ro.attention_mask, P,
+                                  position_ids=pos)
     r = lambda a, b: rollout_parity(a, b, mask)['training/rollout_actor_probs_pearson_corr']
     keep = mask.bool()
-    return {'scale': scale, 'fp32_logits': fp32_logits, 'fp32_residual': fp32_residual, 'tokens': int(mask.sum()), 'generate_s': round(gen_s, 1),
-            'mean_nll_fp32': -ref[keep].mean().item(), 'frac_p_gt_0.99': (ref[keep].exp() > 0.99).float().mean().item(),
-            'pearson_rollout_actor': r(ro.logprobs, actor), 'pearson_rollout_fp32': r(ro.logprobs, ref), 'pearson_actor_fp32': r(actor, ref),
+    return {'scale': scale, 'fp32_logits': fp32_logits, 'fp32_residual': fp32_residual, 'tokens': int(mask.sum()),
+            'generate_s': round(gen_s, 1), 'mean_nll_fp32': -ref[keep].mean().item(),
+            'frac_p_gt_0.99': (ref[keep].exp() > 0.99).float().mean().item(),
+            'pearson_rollout_actor': r(ro.logprobs, actor), 'pearson_rollout_fp32': r(ro.logprobs, ref),
+            'pearson_actor_fp32': r(actor, ref),
             'diff_mean_rollout_actor': rollout_parity(ro.logprobs, actor, mask)['training/rollout_probs_diff_mean']}
 
 VARIANTS = ((False, False), (True, False), (True, True))   # (fp32_logits, fp32_residual)
@@ -62,9 +67,12 @@ def main(argv=None):
     res = []
     for s in a.scales:
         for logits, residual in VARIANTS:
-            res.append(measure(a.model, tok, prompts, s, logits, residual, a.tokens)); print(json.dumps(res[-1]), flush=True)
+            res.append(measure(a.model, tok, prompts, s, logits, residual, a.tokens))
+            print(json.dumps(res[-1]), flush=True)
     by = {(x['scale'], x['fp32_logits'], x['fp32_residual']): x['pearson_rollout_actor'] for x in res}
-    print(json.dumps({'summary': {f'scale {s}': {f'logits {l} residual {r}': {'r': by[s, l, r], 'mismatch_cut': (1 - by[s, False, False]) / (1 - by[s, l, r])}
+    print(json.dumps({'summary': {f'scale {s}': {f'logits {l} residual {r}':
+                                                     {'r': by[s, l, r],
+                                                      'mismatch_cut': (1 - by[s, False, False]) / (1 - by[s, l, r])}
                                                  for l, r in VARIANTS} for s in a.scales}}))
 
 if __name__ == '__main__': main()

@@ -4,8 +4,8 @@
     python3 bench/logits_precision/head_gpu.py --cpu --tokens 64 --vocab 4096   # a check of the script
 
 The fourth learning run's step cost 20.0 s against 14.4 s, most of it attributed to the fp32 output layer
-(`03b_model` `_fp32_linear`: input and weight cast to fp32 on every call, plain fp32 matrix product). This times, side by
-side in one process, the ways of computing the logits from the fp32 final hidden state (the fp32 residual stream's
+(`03b_model` `_fp32_linear`: input and weight cast to fp32 on every call, plain fp32 matrix product). This times, side
+by side in one process, the ways of computing the logits from the fp32 final hidden state (the fp32 residual stream's
 output) and a bf16 weight:
 `bf16` (input rounded to bf16, bf16 logits), `fp32` (what the package does), `fp32_tf32` (the same with TF32 tensor
 cores allowed), `fp32_cached` (fp32 weight copy made once: the recast's share), `bf16_fp32_out` (bf16 input and weight,
@@ -54,7 +54,8 @@ def run_one(name:str, fn, h:torch.Tensor, target:torch.Tensor, ref:torch.Tensor,
     except (RuntimeError, TypeError) as e: return {'variant': name, 'error': f'{type(e).__name__}: {e}'[:300]}
     hg = h.detach().requires_grad_()
     def fwd_bwd(): fn(hg).logsumexp(-1).sum().backward()
-    r = {'variant': name, 'fwd_ms': round(timed(lambda: fn(h), iters, cuda), 3), 'logprob_max_abs_diff_vs_fp64': float((lp - ref).abs().max())}
+    r = {'variant': name, 'fwd_ms': round(timed(lambda: fn(h), iters, cuda), 3),
+         'logprob_max_abs_diff_vs_fp64': float((lp - ref).abs().max())}
     try: r['fwd_bwd_ms'] = round(timed(fwd_bwd, iters, cuda), 3)
     except RuntimeError as e: r['fwd_bwd_error'] = str(e)[:200]   # torch.mm with out_dtype has no derivative
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -69,8 +70,9 @@ def main():
         target = torch.randint(0, a.vocab, (n,), device=dev, generator=g)
         ref = torch.log_softmax(F.linear(h.double(), w.double()), -1).gather(-1, target[:, None])[:, 0]
         for name, fn in variants(w).items():
-            r = {'bench': 'head_precision', 'device': torch.cuda.get_device_name(0) if cuda else 'cpu', 'torch': torch.__version__,
-                 'tokens': n, 'hidden': a.hidden, 'vocab': a.vocab} | run_one(name, fn, h, target, ref, a.iters, cuda)
+            r = {'bench': 'head_precision', 'device': torch.cuda.get_device_name(0) if cuda else 'cpu',
+                 'torch': torch.__version__, 'tokens': n, 'hidden': a.hidden,
+                 'vocab': a.vocab} | run_one(name, fn, h, target, ref, a.iters, cuda)
             print('RESULT', json.dumps(r), flush=True)
             if a.out:
                 with open(a.out, 'a') as f: f.write(json.dumps(r) + '\n')

@@ -65,7 +65,8 @@ def row(name, src, kind, measured, over, cal, p)->dict:
     return {'name': name, 'source': src, 'measured': {kind: measured}, 'predicted': {kind: round(pred, 2)},
             'error_pct': round(100 * (pred - measured) / measured, 1), 'calibrates': cal,
             **({'superseded': BEFORE} if old else {}),
-            'config': {k: v for k, v in over.items() if k != 'model.path'} | {'model': 'Qwen3-Omni-30B-A3B thinker, 48L'},
+            'config': ({k: v for k, v in over.items() if k != 'model.path'}
+                       | {'model': 'Qwen3-Omni-30B-A3B thinker, 48L'}),
             **plan_parts(p)}
 
 HF = 'bench/hf_engine/result_h200_thinker.json'
@@ -158,7 +159,8 @@ def main():
         rows.append(row(name, src, kind, measured, over, cal, plan_memory(build_config('gsm8k', over), suggest=False)))
         r = rows[-1]
         print(f"{name:36} {kind:24} measured {measured:7.2f}  predicted {r['predicted'][kind]:7.2f}  "
-              f"{r['error_pct']:+5.1f} %" + (f'  (calibrates {cal})' if cal else '') + ('  superseded' if 'superseded' in r else ''))
+              f"{r['error_pct']:+5.1f} %" + (f'  (calibrates {cal})' if cal else '')
+              + ('  superseded' if 'superseded' in r else ''))
     for name, src, n, measured in ENGINE_ROWS:
         rows.append(engine_row(name, src, n, measured, folder_of(8)))
         print(f"{name:36} {ALLOC:24} measured {measured:7.2f}  predicted {rows[-1]['predicted'][ALLOC]:7.2f}  "

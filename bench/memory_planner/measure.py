@@ -1,7 +1,8 @@
 """Measure (device): the memory planner's prediction against the device peak of a real `omni-gspo train` run.
 
     python bench/memory_planner/measure.py --name NAME [--layers 8] [--recipe avqa] -- key=value ...
-    python bench/memory_planner/measure.py --merge FILE.json ...     # here: add entries a device run returned to result.json
+    python bench/memory_planner/measure.py --merge FILE.json ...     # here: add entries a device run returned to
+                                                                       result.json
 
 The run is `omni_gspo.trainer.train` on the config `omni-gspo train recipe=RECIPE key=value ...` would build (defaults
 added unless given: hardware.device=gpu, trainer.max_steps=2, trainer.test_freq=0, a temporary output_dir, no
@@ -29,9 +30,11 @@ def args():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--name', help='what this configuration is, e.g. "8L-vllm-16k"')
     ap.add_argument('--recipe', default='gsm8k')
-    ap.add_argument('--layers', type=int, default=0, help='build a real-width random thinker checkpoint with this many text layers')
+    ap.add_argument('--layers', type=int, default=0,
+                    help='build a real-width random thinker checkpoint with this many text layers')
     ap.add_argument('--checkpoint', default='', help='where --layers writes (and finds) that checkpoint')
-    ap.add_argument('--out', default='', help='write the entry here (default: $OUT/memory_planner_NAME.json, else append to result.json)')
+    ap.add_argument('--out', default='',
+                    help='write the entry here (default: $OUT/memory_planner_NAME.json, else append to result.json)')
     ap.add_argument('--merge', nargs='+', default=[], help='append the entries of these files to result.json and exit')
     ap.add_argument('--snapshot', action='store_true', help="record torch's allocation history and write what is live "
                     "at the last step's torch peak, grouped by where it was allocated, to $OUT/snapshot_NAME.json")
@@ -46,8 +49,8 @@ def append_result(entries:list[dict], path:Path=RESULT):
 def real_width_checkpoint(layers:int, dest:Path)->Path:
     "The real-width random thinker with `layers` text layers at `dest`, written once by `../front_door/checkpoint.py`."
     if not (dest/'config.json').exists():
-        subprocess.run([sys.executable, str(ROOT/'bench'/'front_door'/'checkpoint.py'), '--layers', str(layers), '--out', str(dest)],
-                       check=True)
+        subprocess.run([sys.executable, str(ROOT/'bench'/'front_door'/'checkpoint.py'), '--layers', str(layers),
+                        '--out', str(dest)], check=True)
     return dest
 
 class Sampler:
@@ -66,7 +69,8 @@ def device_used_gib()->float:
     free, total = torch.cuda.mem_get_info(); return (total - free) / 2**30
 
 def smi_used_gib()->float:
-    out = subprocess.run(['nvidia-smi', '--query-gpu=memory.used', '--format=csv,noheader,nounits', '-i', '0'], capture_output=True, text=True, check=True)
+    out = subprocess.run(['nvidia-smi', '--query-gpu=memory.used', '--format=csv,noheader,nounits', '-i', '0'],
+                         capture_output=True, text=True, check=True)
     return float(out.stdout.split()[0]) / 1024
 
 def _where(frames, n=6)->str:
@@ -86,11 +90,13 @@ def live_at_peak(trace:list[dict], top:int=30)->dict:
         elif e['action'] == 'free_requested': live.pop(e['addr'], None)
     groups = {}
     for e in live.values():
-        g = groups.setdefault(_where(e.get('frames', [])), [0, 0, set()]); g[0] += e['size']; g[1] += 1; g[2].add(e['size'])
+        g = groups.setdefault(_where(e.get('frames', [])), [0, 0, set()])
+        g[0] += e['size']; g[1] += 1; g[2].add(e['size'])
     rows = sorted(groups.items(), key=lambda kv: -kv[1][0])[:top]
     return {'events': len(trace), 'peak_event': at, 'traced_live_at_peak_gib': round(peak / 2**30, 3),
-            'groups': [{'gib': round(b / 2**30, 3), 'count': c, 'sizes_mib': sorted(round(x / 2**20, 1) for x in sz)[-4:],
-                        'where': w} for w, (b, c, sz) in rows]}
+            'groups': [{'gib': round(b / 2**30, 3), 'count': c,
+                        'sizes_mib': sorted(round(x / 2**20, 1) for x in sz)[-4:], 'where': w}
+                       for w, (b, c, sz) in rows]}
 
 def run_config(a):
     "The config `omni-gspo train` would build, with this script's defaults where the overrides say nothing."
@@ -124,12 +130,13 @@ def measure(a)->dict:
         snap = torch.cuda.memory._snapshot(); torch.cuda.memory._record_memory_history(enabled=None)
         live = live_at_peak(snap['device_traces'][0])
         print('SNAPSHOT', json.dumps(live, indent=1), flush=True)
-        if os.environ.get('OUT'): Path(os.environ['OUT'], f'snapshot_{a.name}.json').write_text(json.dumps(live, indent=1))
+        if os.environ.get('OUT'):
+            Path(os.environ['OUT'], f'snapshot_{a.name}.json').write_text(json.dumps(live, indent=1))
     last = json.loads(res.metrics.read_text().splitlines()[-1]) if res and res.metrics.exists() else {}
     pred = plan.peak_gb
     return {'name': a.name, 'source': 'measure.py', 'when': time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()),
-            'command': 'python bench/memory_planner/measure.py ' + ' '.join(sys.argv[1:]), 'recipe': a.recipe, 'config': over,
-            'layers': a.layers or None, 'device': torch.cuda.get_device_name(0) if cuda else 'cpu',
+            'command': 'python bench/memory_planner/measure.py ' + ' '.join(sys.argv[1:]), 'recipe': a.recipe,
+            'config': over, 'layers': a.layers or None, 'device': torch.cuda.get_device_name(0) if cuda else 'cpu',
             'device_gib': round(plan.device_gb or 0, 2),
             'ok': err is None, 'error': err, 'seconds': round(time.perf_counter() - t, 1), 'measured': measured,
             'predicted': {'device_peak_gib': round(pred, 2), 'torch_max_allocated_gib': round(plan.allocated_gb, 2)},
@@ -142,7 +149,8 @@ def measure(a)->dict:
 def main():
     a = args()
     if a.merge:
-        append_result([e for f in a.merge for e in (lambda d: d if isinstance(d, list) else [d])(json.loads(Path(f).read_text()))])
+        append_result([e for f in a.merge
+                       for e in (lambda d: d if isinstance(d, list) else [d])(json.loads(Path(f).read_text()))])
         return
     if not a.name: sys.exit('measure.py: --name is required')
     entry = measure(a)

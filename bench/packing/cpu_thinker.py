@@ -18,8 +18,10 @@ import torch, transformers
 from omni_gspo.model import ThinkerAdapter, load_model, load_tokenizer, resolve_model_path
 from omni_gspo.logprobs import completion_logprobs
 
-CASES = {'unequal': lambda P, R: [(P, R)] + [(P // 18, R // 8)] * 7,            # one long row, seven short ones: 82% padding
-         'spread': lambda P, R: [(P * k // 8, R * k // 8) for k in range(1, 9)],   # lengths 1/8 .. 8/8 of the block: 44% padding
+# one long row, seven short ones: 82% padding
+CASES = {'unequal': lambda P, R: [(P, R)] + [(P // 18, R // 8)] * 7,
+         # lengths 1/8 .. 8/8 of the block: 44% padding
+         'spread': lambda P, R: [(P * k // 8, R * k // 8) for k in range(1, 9)],
          'equal': lambda P, R: [(P, R)] * 8}                                  # no padding to save
 
 def block(lens:list[tuple[int, int]], # (prompt, response) tokens per row
@@ -50,35 +52,41 @@ def bench_case(model, lens, P, R, vocab, pad_id, attn:str, reps:int)->dict:
     out = {}
     for grad in (False, True):
         k = f"{attn}_{'fwd_bwd' if grad else 'fwd'}"
-        out[k + '_padded_s'], out[k + '_packed_s'] = (seconds(reps, model, ids, am, P, packed, grad) for packed in (False, True))
+        out[k + '_padded_s'], out[k + '_packed_s'] = (seconds(reps, model, ids, am, P, packed, grad)
+                                                      for packed in (False, True))
     return out
 
 def machine()->dict:
     "What the numbers were measured on (the 1-minute load average says how busy the shared machine was)."
-    return {'cpu': platform.processor() or platform.machine(), 'cpu_count': os.cpu_count(), 'load_avg_1m': round(os.getloadavg()[0], 2),
-            'torch': torch.__version__, 'transformers': transformers.__version__}
+    return {'cpu': platform.processor() or platform.machine(), 'cpu_count': os.cpu_count(),
+            'load_avg_1m': round(os.getloadavg()[0], 2), 'torch': torch.__version__,
+            'transformers': transformers.__version__}
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--prompt-len', type=int, default=448, help='P: the prompt block width (the longest prompt)')
     p.add_argument('--response-len', type=int, default=64, help='R: the response block width (the longest response)')
-    p.add_argument('--attn', nargs='+', default=['sdpa', 'eager'], help='attention implementations (model.attn_implementation values)')
+    p.add_argument('--attn', nargs='+', default=['sdpa', 'eager'],
+                   help='attention implementations (model.attn_implementation values)')
     p.add_argument('--threads', type=int, default=1, help='torch CPU threads')
     p.add_argument('--reps', type=int, default=3, help='timed runs per measurement, after one warm-up')
-    p.add_argument('--warm-start-steps', type=int, default=300, help="the tiny thinker's warm start (model.warm_start_steps; 300 = the default, cached)")
+    p.add_argument('--warm-start-steps', type=int, default=300,
+                   help="the tiny thinker's warm start (model.warm_start_steps; 300 = the default, cached)")
     a = p.parse_args()
     torch.manual_seed(0); torch.set_num_threads(a.threads)
     path = resolve_model_path('', a.warm_start_steps)
     tok = load_tokenizer(path)
     P, R = a.prompt_len, a.response_len
-    out = {'model': 'tiny Qwen3-Omni thinker (small vocabulary), fp32', 'threads': a.threads, 'reps': a.reps, 'prompt_len': P,
-           'response_len': R, 'machine_before': machine()}
+    out = {'model': 'tiny Qwen3-Omni thinker (small vocabulary), fp32', 'threads': a.threads, 'reps': a.reps,
+           'prompt_len': P, 'response_len': R, 'machine_before': machine()}
     for case, make in CASES.items():
         lens = make(P, R)
-        out[case] = {'rows': len(lens), 'padded_positions': len(lens) * (P + R), 'packed_positions': sum(p + r for p, r in lens)}
+        out[case] = {'rows': len(lens), 'padded_positions': len(lens) * (P + R),
+                     'packed_positions': sum(p + r for p, r in lens)}
     for attn in a.attn:
         model = load_model(path, 'float32', torch.device('cpu'), attn).eval()
-        for case, make in CASES.items(): out[case] |= bench_case(model, make(P, R), P, R, len(tok), tok.pad_token_id, attn, a.reps)
+        for case, make in CASES.items():
+            out[case] |= bench_case(model, make(P, R), P, R, len(tok), tok.pad_token_id, attn, a.reps)
     out['machine_after'] = machine()
     print(json.dumps(out, indent=1))
 

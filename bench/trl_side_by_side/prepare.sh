@@ -2,18 +2,23 @@
 # Fill bench/trl_side_by_side/.carry/ (git-ignored through .git/info/exclude) with what the GPU call needs from outside
 # the repository: the TRL peer benchmark (a folder holding bench_trl.py, which runs TRL 1.16's GRPOTrainer in GSPO mode,
 # its wheels.txt and an offline Qwen2.5 tokenizer/), and the Python 3.12 wheels the GPU image lacks. Run it once before
-# the GPU call; it prints the folder's size, which must stay well under the 64 MiB a call may carry (with the ~3 MB tree).
+# the GPU call; it prints the folder's size, which must stay well under the 64 MiB a call may carry (with the ~3 MB
+# tree).
 #   TRL_SRC=/path/to/trl_gspo bash bench/trl_side_by_side/prepare.sh      (or: bash prepare.sh /path/to/trl_gspo)
 set -euo pipefail
 H=$(cd "$(dirname "$0")" && pwd); C=$H/.carry; TRL_SRC=${1:-${TRL_SRC:-}}
-[[ -n $TRL_SRC ]] || { echo "prepare.sh: give the TRL peer benchmark's folder (bench_trl.py, wheels.txt, tokenizer/): TRL_SRC=DIR or an argument" >&2; exit 2; }
+[[ -n $TRL_SRC ]] || { echo "prepare.sh: give the TRL peer benchmark's folder (bench_trl.py, wheels.txt, tokenizer/): \
+TRL_SRC=DIR or an argument" >&2; exit 2; }
 for f in bench_trl.py wheels.txt tokenizer; do
-  [[ -e $TRL_SRC/$f ]] || { echo "prepare.sh: $TRL_SRC/$f does not exist (TRL_SRC must hold bench_trl.py, wheels.txt, tokenizer/)" >&2; exit 2; }
+  [[ -e $TRL_SRC/$f ]] || { echo "prepare.sh: $TRL_SRC/$f does not exist \
+(TRL_SRC must hold bench_trl.py, wheels.txt, tokenizer/)" >&2; exit 2; }
 done
 R=$(git -C "$H" rev-parse --show-toplevel)
-grep -qxF /bench/trl_side_by_side/.carry/ "$R/.git/info/exclude" || echo /bench/trl_side_by_side/.carry/ >> "$R/.git/info/exclude"
+grep -qxF /bench/trl_side_by_side/.carry/ "$R/.git/info/exclude" \
+  || echo /bench/trl_side_by_side/.carry/ >> "$R/.git/info/exclude"
 mkdir -p "$C/wheels"
-cp "$TRL_SRC/bench_trl.py" "$TRL_SRC/wheels.txt" "$C/" && rm -rf "$C/tokenizer" && cp -r "$TRL_SRC/tokenizer" "$C/tokenizer" && chmod -R u+w "$C"
+cp "$TRL_SRC/bench_trl.py" "$TRL_SRC/wheels.txt" "$C/" && rm -rf "$C/tokenizer" \
+  && cp -r "$TRL_SRC/tokenizer" "$C/tokenizer" && chmod -R u+w "$C"
 # TRL's own list (wheels.txt), then what omni_gspo imports beyond the image: fastcore, audio (soxr, soundfile + cffi +
 # pycparser), the math reward (math-verify, latex2sympy2_extended, antlr4), the dashboard (plotly, ipywidgets, IPython
 # and their dependencies), each pinned to the version this project's venv runs.
@@ -28,6 +33,8 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
   --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
   --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d "$C/wheels" "${WHEELS[@]}"
 n=$(ls "$C/wheels" | wc -l); echo "wheels: $n (asked for ${#WHEELS[@]})"
-[[ $n == "${#WHEELS[@]}" ]] || { echo "prepare.sh: expected ${#WHEELS[@]} wheels in $C/wheels, found $n (two versions of one package, or a stale file?)"; exit 1; }
+[[ $n == "${#WHEELS[@]}" ]] || { echo "prepare.sh: expected ${#WHEELS[@]} wheels in $C/wheels, found $n \
+(two versions of one package, or a stale file?)"; exit 1; }
 du -sh "$C" "$C/wheels" "$C/tokenizer"
-bytes=$(du -sb "$C" | cut -f1); (( bytes < 55 * 1024 * 1024 )) || { echo "prepare.sh: $C is $bytes bytes, over 55 MiB"; exit 1; }
+bytes=$(du -sb "$C" | cut -f1)
+(( bytes < 55 * 1024 * 1024 )) || { echo "prepare.sh: $C is $bytes bytes, over 55 MiB"; exit 1; }
