@@ -7,14 +7,15 @@ TRL 1.16's GRPOTrainer in GSPO mode on a random bf16 Qwen2.5-0.5B-architecture m
 generator, imported from bench_trl.py) as a gsm8k-format parquet (question, answer '#### N'), and runs
 `omni_gspo.trainer.train` in this process:
 
-| TRL (bench_trl.py)                                    | ours                                                        |
-|-------------------------------------------------------|-------------------------------------------------------------|
-| num_generations 8                                     | rollout.n=8                                                 |
-| steps_per_generation 4 × 64 completions = 256         | data.train_batch_size=32 prompts × 8, actor.ppo_mini_batch_size=8 (4 updates) |
-| max_completion_length 256, min_new_tokens 256         | rollout.response_length=256 (no forced length: EOS may end a response) |
-| gradient_checkpointing, lr 1e-6, bf16, sdpa           | actor.activation_checkpointing=true, actor.optim.lr=1e-6, model.dtype=bfloat16, sdpa |
-| full, or --lora: r32/α64 on q,k,v,o                   | model.lora_rank=0, or 32 with model.lora_alpha=64 on q,k,v,o |
-| GSPO clip 3e-4 / 4e-4, beta 0                         | algorithm.policy_loss=gspo (default), clip 3e-4 / 4e-4, kl_coef 0 |
+TRL (bench_trl.py) → ours:
+- num_generations 8 → rollout.n=8
+- steps_per_generation 4 × 64 completions = 256 → data.train_batch_size=32 prompts × 8,
+  actor.ppo_mini_batch_size=8 (4 updates)
+- max_completion_length 256, min_new_tokens 256 → rollout.response_length=256 (no forced length: EOS may end a response)
+- gradient_checkpointing, lr 1e-6, bf16, sdpa → actor.activation_checkpointing=true, actor.optim.lr=1e-6,
+  model.dtype=bfloat16, sdpa
+- full, or --lora: r32/α64 on q,k,v,o → model.lora_rank=0, or 32 with model.lora_alpha=64 on q,k,v,o
+- GSPO clip 3e-4 / 4e-4, beta 0 → algorithm.policy_loss=gspo (default), clip 3e-4 / 4e-4, kl_coef 0
 
 One of our steps is one of TRL's generation cycles: 256 completions, then 4 optimizer steps. TRL times its steps after 2
 warm-up optimizer steps, a window of 8 optimizer steps holding 2 generations (512 completions); here the window is the
