@@ -63,10 +63,11 @@ class ModelConfig(Section):
     # local HF checkpoint; '' = tiny thinker (small vocab), 'tiny-qwen' = tiny thinker with the real Qwen tokenizer,
     # 'tiny-omni' = tiny thinker warm-started on all three answer formats
     path: str = ''
-    dtype: str = choice('float32', 'bfloat16', 'float16')
+    dtype: str = choice('float32', 'bfloat16', 'float16')   # dtype of the policy's weights
     lora_rank: int = 8              # 0 = full-parameter training
-    lora_alpha: int = 16
-    lora_dropout: float = 0.0
+    lora_alpha: int = 16            # LoRA scale: the update is lora_alpha / lora_rank · BA
+    lora_dropout: float = 0.0       # dropout on the LoRA branch's input in training passes
+    # names of the linear layers that get LoRA adapters
     target_modules: list[str] = field(default_factory=lambda: ['q_proj', 'k_proj', 'v_proj', 'o_proj'])
     freeze_vision_tower: bool = True # full-parameter mode (lora_rank=0): keep the vision encoder fixed
     freeze_audio_tower: bool = True  # full-parameter mode (lora_rank=0): keep the audio encoder fixed
@@ -86,8 +87,8 @@ class ModelConfig(Section):
 @dataclass(eq=False, repr=False)
 class OptimConfig(Section):
     "AdamW on the trainable parameters."
-    lr: float = 2e-3
-    weight_decay: float = 0.01
+    lr: float = 2e-3                # AdamW learning rate
+    weight_decay: float = 0.01      # AdamW's decoupled weight decay
     grad_clip: float = 1.0          # max global grad norm; a non-finite norm skips the update
     # after the warmup: constant, or cosine decay to min_lr_ratio · lr at the last step
     lr_scheduler: str = choice('constant', 'cosine')
@@ -97,7 +98,7 @@ class OptimConfig(Section):
 @dataclass(eq=False, repr=False)
 class ActorConfig(Section):
     "The policy update: optimizer and mini-batching."
-    optim: OptimConfig = field(default_factory=OptimConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)   # the optimizer (actor.optim.*)
     ppo_mini_batch_size: int = 4    # prompts per optimizer step; train_batch_size / this = updates per step
     # tokens per forward (rows × padded length; packed: the rows' real tokens); a mini-batch is split into micro-batches
     # within it
@@ -151,7 +152,7 @@ class RolloutConfig(Section):
     # hf engine: static KV cache + compiled decode step; auto: on CUDA, unsharded, for model families where it pays off
     # (the adapter's compiled_decode), on: always (CPU: ~10 s compile once), off: dynamic cache
     hf_fast_decode: str = choice('auto', 'on', 'off')
-    vllm: VLLMConfig = field(default_factory=VLLMConfig)
+    vllm: VLLMConfig = field(default_factory=VLLMConfig)   # vLLM's settings (rollout.engine=vllm)
 
 @dataclass(eq=False, repr=False)
 class AlgorithmConfig(Section):
@@ -162,7 +163,7 @@ class AlgorithmConfig(Section):
     policy_loss: str = choice('gspo', 'gspo_token', 'vanilla')
     # trust region: ratio in [1 - low, 1 + high]; default by policy_loss (GSPO 3e-4/4e-4, vanilla 0.2/0.2)
     clip_ratio_low: float = 3e-4
-    clip_ratio_high: float = 4e-4
+    clip_ratio_high: float = 4e-4   # the trust region's upper side (see clip_ratio_low)
     clip_ratio_c: float = 0.0       # dual clip for negative advantages (vanilla only; its default 3.0); 0 = off
     # GSPO is defined with the first
     loss_agg_mode: str = choice('seq-mean-token-mean', 'token-mean', 'seq-mean-token-sum')
@@ -189,7 +190,7 @@ class TrainerConfig(Section):
     max_steps: int = 100            # training steps; 0 = total_epochs full passes over the data
     # stop after the step that crosses this much training time (validated and saved like the last step); 0 = no limit
     max_minutes: float = 0.0
-    total_epochs: int = 1
+    total_epochs: int = 1           # passes over the training data when max_steps = 0
     test_freq: int = 20             # validate every N steps and after the last one; 0 = never
     save_freq: int = 50             # checkpoint every N steps and after the last one; 0 = after the last one only
     keep_checkpoints: int = 2       # newest checkpoints kept in output_dir/checkpoints
@@ -200,7 +201,7 @@ class TrainerConfig(Section):
     resume: str = 'off'
     # resume: changes outside RESUME_SAFE_KEYS (09_trainer) refused, or applied
     resume_changes: str = choice('refuse', 'allow')
-    seed: int = 0
+    seed: int = 0                   # seeds generated data, batch order, LoRA init, sampling
     # 0: on-policy; 1 (rollout.placement=separate): one-step-off, step k+1 sampled with the weights of step k-1 while
     # the actor trains step k; brings algorithm.rollout_is=tis
     max_staleness: int = 0
@@ -208,7 +209,7 @@ class TrainerConfig(Section):
 @dataclass(eq=False, repr=False)
 class LoggingConfig(Section):
     "What the run shows while it runs."
-    progress_bar: bool = True
+    progress_bar: bool = True       # a progress bar over the training steps
     plot: bool = True               # live dashboard in notebooks; metrics.html (plotly) next to metrics.jsonl
     print_samples: int = 1          # decoded responses printed per step
     # prompt groups per step kept under rollouts/ (every sample, per-token log-probs); 0 = none
@@ -223,7 +224,7 @@ class LoggingConfig(Section):
 @dataclass(eq=False, repr=False)
 class HardwareConfig(Section):
     "Where it runs."
-    device: str = choice('cpu', 'gpu', 'npu')
+    device: str = choice('cpu', 'gpu', 'npu')   # cpu, gpu (CUDA) or npu (Ascend)
     num_threads: int = 0            # torch CPU threads; 0 keeps torch's default
     # machines; with nnodes × gpus_per_node > 1 the trainer places one worker per device with Ray
     nnodes: int = 1
@@ -235,15 +236,15 @@ class HardwareConfig(Section):
 @dataclass(eq=False, repr=False)
 class Config(Section):
     "The whole run."
-    data: DataConfig = field(default_factory=DataConfig)
-    model: ModelConfig = field(default_factory=ModelConfig)
-    actor: ActorConfig = field(default_factory=ActorConfig)
-    rollout: RolloutConfig = field(default_factory=RolloutConfig)
-    algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
-    reward: RewardConfig = field(default_factory=RewardConfig)
-    trainer: TrainerConfig = field(default_factory=TrainerConfig)
-    logging: LoggingConfig = field(default_factory=LoggingConfig)
-    hardware: HardwareConfig = field(default_factory=HardwareConfig)
+    data: DataConfig = field(default_factory=DataConfig)   # data files, prompt length, batch sizes
+    model: ModelConfig = field(default_factory=ModelConfig)   # the policy checkpoint, dtype, LoRA
+    actor: ActorConfig = field(default_factory=ActorConfig)   # the FSDP2 actor: optimizer, mini-batches, memory
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)   # sampling and its engine
+    algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)   # loss, advantages, KL, rollout IS, OPD
+    reward: RewardConfig = field(default_factory=RewardConfig)   # format score, custom reward, timeout
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)   # steps, validation, checkpoints, resume
+    logging: LoggingConfig = field(default_factory=LoggingConfig)   # console, plots, loggers
+    hardware: HardwareConfig = field(default_factory=HardwareConfig)   # device kind, ranks, threads
 
 # %% ../nbs/00_config.ipynb #7666c36c
 def config_dict(sec:Section, # a config or one of its sections

@@ -23,9 +23,9 @@ class DataError(ValueError):
 class Example:
     "One RL prompt: chat messages, the reference answer, the reward's data source, and any media."
     messages: list[dict]       # chat turns; multimodal turns hold typed content parts
-    ground_truth: str
-    data_source: str
-    index: int
+    ground_truth: str          # the reference answer the reward compares with
+    data_source: str           # which reward scores it (e.g. 'openai/gsm8k')
+    index: int                 # its row in the source file
     images: list = field(default_factory=list)      # PIL images, in placeholder order
     audios: list = field(default_factory=list)      # float32 arrays at 16 kHz, in placeholder order
     extra_info: dict = field(default_factory=dict)  # passed to the reward (e.g. options of a choice question)
@@ -33,8 +33,8 @@ class Example:
 @dataclass
 class Prompt:
     "An `Example` with its prompt token ids and, for multimodal prompts, the processor's features."
-    example: Example
-    ids: list[int]
+    example: Example   # the prompt's example
+    ids: list[int]     # prompt token ids (chat template applied)
     mm: dict = field(default_factory=dict)   # pixel_values, image_grid_thw, input_features, feature_attention_mask
 
 # %% ../nbs/02_data.ipynb #bf99bd41

@@ -37,10 +37,12 @@ class ModelSizes:
     frozen: int             # bytes of frozen weights outside the towers
     towers: int             # bytes of frozen tower weights (vision, audio encoders)
     trainable: int          # bytes of trainable parameters (LoRA adapters in fp32, or the full weights)
-    trainable_numel: int
+    trainable_numel: int    # elements of the trainable parameters
     root: int               # bytes (in model.dtype) of parameters in no FSDP unit: gathered for the whole pass
     unit: int               # bytes (in model.dtype) of the largest FSDP unit
-    layers: int; hidden: int; vocab: int
+    layers: int             # text decoder layers
+    hidden: int             # text hidden size
+    vocab: int              # vocabulary size (lm_head rows)
     kv_bytes_per_token: int # K and V of every layer, one token, in model.dtype
     layer_act_per_token: int # bytes one decoder layer keeps for its backward per token (no checkpointing)
 
@@ -111,9 +113,12 @@ def model_sizes(cfg:Config)->ModelSizes:
 @dataclass
 class Shape:
     "How much of the work one device holds at once."
-    world: int; shard: int          # ranks; the factor FSDP shards the resident parts by (1 without FSDP)
+    world: int                      # ranks
+    shard: int                      # the factor FSDP shards the resident parts by (1 without FSDP)
     seq: int                        # tokens of the longest row: prompt + response
-    micro_rows: int; micro_tokens: int; logit_positions: int   # one micro-batch
+    micro_rows: int                 # rows of one micro-batch
+    micro_tokens: int               # tokens of one micro-batch
+    logit_positions: int            # positions of one micro-batch whose logits are scored
     gen_rows: int                   # rows this rank generates per step
 
 def packs(c:dict)->bool:
@@ -197,7 +202,7 @@ class MemoryPlan:
     device_source: str              # 'detected', 'hardware.device_memory_gb', or why unknown
     kv_tokens: float|None = None    # tokens the vLLM KV cache holds (None: hf engine or unknown)
     seq: int = 0                    # tokens one row needs
-    world: int = 1
+    world: int = 1                  # ranks
     suggestions: list[tuple[str, float]] = field(default_factory=list)   # (change, its peak GiB) that fit
     @property
     def peak_gb(self)->float: return max(sum(self.update.values()), sum(self.generate.values()))

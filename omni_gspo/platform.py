@@ -66,9 +66,9 @@ def check_hardware(hardware:str # `hardware.device`: 'cpu', 'gpu' or 'npu'
 @dataclass(frozen=True)
 class DistEnv:
     "This process's place in a distributed job."
-    rank: int = 0
-    local_rank: int = 0
-    world_size: int = 1
+    rank: int = 0         # global rank (`RANK`)
+    local_rank: int = 0   # rank on this node (`LOCAL_RANK`)
+    world_size: int = 1   # ranks in the job (`WORLD_SIZE`)
 
 def _env_int(env, name:str, default:int)->int:
     v = env.get(name, '')

@@ -82,7 +82,8 @@ _V2_TASKS = ('gsm8k', 'mmk12', 'avqa')   # what the v2 models learnt: their cach
 def warm_start_pairs(kind:str, # 'small', 'qwen' or 'omni', as in `tiny_model_dir`
                      n_text:int=2000, # pairs of each text-only task
                      n_media:int=500, # pairs of each task with media ('omni' only)
-                     seed:int=777)->dict[str, list[tuple[list[dict], str]]]:
+                     seed:int=777, # the generators' seed
+                    )->dict[str, list[tuple[list[dict], str]]]:
     "The warm-start pairs of tiny thinker `kind` by task: every registered text-only task's, for 'omni' every task's."
     return {name: t.warm_start(n_media if t.media else n_text, seed) for name, t in tasks().items()
             if kind == 'omni' or not t.media}

@@ -158,11 +158,11 @@ def config_at_step(run_dir:Path, # the run folder
 @dataclass
 class RunResult:
     "Where a run put its outputs."
-    output_dir: Path
-    metrics: Path
-    plot: Path|None
-    checkpoint: Path|None
-    last_step: int
+    output_dir: Path              # the run folder
+    metrics: Path                 # its metrics.jsonl
+    plot: Path|None               # the curves' HTML (None: `logging.plot` off)
+    checkpoint: Path|None         # the last checkpoint saved (None: none)
+    last_step: int                # the last step trained
     config: Config    # the config the run ran (a resumed run: its saved one, with the resume's changes)
 
 def run_folder(output_dir:str, # `trainer.output_dir`; a last part '{time}' becomes `now`

@@ -220,7 +220,7 @@ def unsynced(sent:list[str], # checkpoint names handed to vLLM's reload (no pref
 class SyncReport:
     "What one weight sync sent, and what of it did not land."
     tensors: int # tensors sent
-    nbytes: int
+    nbytes: int # bytes sent
     direct: int = 0 # of them MoE experts written directly (`moe_expert_fix`)
     kept_layers: int = 0 # layers vLLM kept as they were (none of their weights sent)
     unloaded: list = dataclasses.field(default_factory=list) # from `unsynced`
