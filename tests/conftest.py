@@ -14,8 +14,7 @@ VLLM_AWAY_FROM_DEFAULTS = (
 
 
 # tools/test.sh runs the files on two pytest-xdist workers (`-n 2 --no-loadscope-reorder`): one after the other the
-# 2 cores are 70 % busy (process start-ups, imports, Ray and vLLM waits run one thread). Measured on this 2-core
-# machine,
+# 2 cores are 70 % busy (process start-ups, imports, Ray and vLLM waits run one thread). Measured on a 2-core machine,
 # 2026-12-04: serially 691 s, on two workers 560 s, on two workers with OMP_WAIT_POLICY=PASSIVE (tools/test.sh) 461 s.
 # Each file is one unit of work, so its module fixtures start once; test_numerics joins test_entrypoints, with which it
 # shares a `cli_run`. Units go out longest first (serial seconds: entrypoints with numerics ~200, resume ~155, placement
