@@ -1,6 +1,9 @@
 "Package metadata for omni_gspo; every value is read from settings.ini (the nbdev convention)."
 from configparser import ConfigParser
+from pathlib import Path
+import shutil
 import setuptools
+from setuptools.command.build_py import build_py
 
 cfg = ConfigParser(delimiters=['='])
 cfg.read('settings.ini', encoding='utf-8')
@@ -18,6 +21,15 @@ extras = {
     'npu': ['torch-npu'],
     'ray': ['ray>=2.40'],   # several devices or machines: hardware.nnodes × hardware.gpus_per_node > 1
 }
+
+
+class BuildWithNotebooks(build_py):
+    "Also put the recipe notebooks (nbs/train_*.ipynb) into the package, as omni_gspo/notebooks: `omni-gspo notebooks`."
+    def run(self):
+        super().run()
+        dest = Path(self.build_lib)/cfg['lib_path']/'notebooks'
+        dest.mkdir(parents=True, exist_ok=True)
+        for nb in sorted(Path(cfg['nbs_path']).glob('train_*.ipynb')): shutil.copyfile(nb, dest/nb.name)
 
 setuptools.setup(
     name=cfg['lib_name'],
@@ -40,6 +52,7 @@ setuptools.setup(
     extras_require=extras,
     python_requires='>=' + cfg['min_python'],
     zip_safe=False,
+    cmdclass={'build_py': BuildWithNotebooks},
     entry_points={'console_scripts': cfg.get('console_scripts', '').split('\n'),
                   'nbdev': [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"]},
 )

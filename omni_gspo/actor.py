@@ -15,7 +15,7 @@ from .logprobs import completion_logprobs, module_mode
 from .platform import all_reduce_values, world_size
 
 # %% auto #0
-__all__ = ['BUCKET_MIN', 'SUMMED', 'loss_kwargs', 'lr_factor', 'micro_batches', 'Actor', 'bucket_length', 'bucketed',
+__all__ = ['BUCKET_MIN', 'SUMMED', 'loss_kwargs', 'lr_factor', 'micro_batches', 'Scorer', 'Actor', 'bucket_length', 'bucketed',
            'micro_merge', 'merge_metrics']
 
 # %% ../nbs/07_actor.ipynb #eba16267
@@ -55,28 +55,39 @@ def micro_batches(prompt_lens:list[int], # prompt tokens of each row, padding ex
     return out + ([cur] if cur else [])
 
 # %% ../nbs/07_actor.ipynb #1f4eb1e6
-class Actor:
-    "The trainable policy with its optimizer, learning-rate schedule and the policy update."
-    def __init__(self, model, # the policy, sharded or not, with its trainable parameters set
-                 acfg:ActorConfig, # the `actor` config section (mini-batches, optimizer, packing, compile)
-                 algo:AlgorithmConfig, # the `algorithm` config section (losses, KL, rollout correction)
+class Scorer:
+    "Log-probs of a rollout's sampled tokens under `model`: micro-batches, packing, buckets, the rollout temperature."
+    def __init__(self, model, # the model that scores (the policy, or a frozen teacher)
+                 acfg:ActorConfig, # the `actor` config section (micro-batch budget, packing, compile, logits chunk)
                  adapter, # the model family's adapter (`adapter_of(model)`)
-                 teacher=None, # the frozen distillation teacher (`load_teacher`); None: no distillation
                  temperature:float=1.0, # the rollout's sampling temperature (the temperature rule)
-                 total_steps:int=1, # training steps of the run, for the learning-rate schedule
                 ):
-        self.model, self.adapter, self.teacher, self.world = model, adapter, teacher, world_size()
-        # the process group's size, known once launched (the config's ranks: `check_config`)
-        if acfg.ppo_mini_batch_size % self.world:
-            raise ConfigError(f"actor.ppo_mini_batch_size={acfg.ppo_mini_batch_size} must be a multiple of the "
-                              f"{self.world} data-parallel ranks")
-        self.mini_batch = acfg.ppo_mini_batch_size // self.world       # this rank's prompts per mini-batch
-        self.temperature, self.agg, self.token_budget = temperature, algo.loss_agg_mode, acfg.ppo_max_token_len_per_gpu
+        self.model, self.adapter, self.temperature = model, adapter, temperature
+        self.token_budget = acfg.ppo_max_token_len_per_gpu
         # one unpadded row per micro-batch (03d_logprobs, sequence packing)
         self.packed = adapter.packs(model, acfg.packing)
         # compiled units: widths padded to buckets (below)
         self.bucketed = acfg.compile
         self.logits_chunk = acfg.logits_chunk_tokens                   # positions per output-layer chunk (03d_logprobs)
+
+class Actor(Scorer):
+    "The trainable policy with its optimizer, learning-rate schedule and the policy update."
+    def __init__(self, model, # the policy, sharded or not, with its trainable parameters set
+                 acfg:ActorConfig, # the `actor` config section (mini-batches, optimizer, packing, compile)
+                 algo:AlgorithmConfig, # the `algorithm` config section (losses, KL, rollout correction)
+                 adapter, # the model family's adapter (`adapter_of(model)`)
+                 teacher=None, # the frozen distillation teacher on this device (`load_teacher`); None: none here
+                 temperature:float=1.0, # the rollout's sampling temperature (the temperature rule)
+                 total_steps:int=1, # training steps of the run, for the learning-rate schedule
+                ):
+        super().__init__(model, acfg, adapter, temperature)
+        self.teacher, self.world = teacher, world_size()
+        # the process group's size, known once launched (the config's ranks: `check_config`)
+        if acfg.ppo_mini_batch_size % self.world:
+            raise ConfigError(f"actor.ppo_mini_batch_size={acfg.ppo_mini_batch_size} must be a multiple of the "
+                              f"{self.world} data-parallel ranks")
+        self.mini_batch = acfg.ppo_mini_batch_size // self.world       # this rank's prompts per mini-batch
+        self.agg = algo.loss_agg_mode
         self.params = [p for p in model.parameters() if p.requires_grad]
         o = acfg.optim
         self.opt = torch.optim.AdamW(self.params, lr=o.lr, weight_decay=o.weight_decay)
@@ -116,7 +127,7 @@ def bucketed(ids:torch.Tensor, # [B, L] a micro-batch's tokens
 
 # %% ../nbs/07_actor.ipynb #58dfa74d
 @patch
-def _micro(self:Actor, ro, rows:torch.Tensor)->tuple[list[torch.Tensor], int]:
+def _micro(self:Scorer, ro, rows:torch.Tensor)->tuple[list[torch.Tensor], int]:
     ("`rows` split into micro-batches of at most `ppo_max_token_len_per_gpu` tokens (padded, or real when packed), "
      "repeated up to the busiest rank's count; how many are real.")
     P = ro.prompt_ids.shape[1]
@@ -127,7 +138,7 @@ def _micro(self:Actor, ro, rows:torch.Tensor)->tuple[list[torch.Tensor], int]:
     return groups + groups[-1:] * (most - len(groups)), len(groups)
 
 @patch
-def _logprobs(self:Actor, ro, rows:torch.Tensor, model=None, with_entropy=False, entropy_grad=True):
+def _logprobs(self:Scorer, ro, rows:torch.Tensor, model=None, with_entropy=False, entropy_grad=True):
     "Log-probs [len(rows), R] (and entropies) of the rows `rows`, after cutting the padding they all share (or packed)."
     P, R = ro.prompt_ids.shape[1], ro.response_ids.shape[1]
     am = ro.attention_mask[rows]
@@ -145,15 +156,15 @@ def _logprobs(self:Actor, ro, rows:torch.Tensor, model=None, with_entropy=False,
     return tuple(map(pad, out)) if with_entropy else pad(out)
 
 @patch
-def _scored(self:Actor, ro, model)->torch.Tensor:
+def _scored(self:Scorer, ro, model)->torch.Tensor:
     "Log-probs [N, R] of every row under `model`, micro-batch by micro-batch, in eval mode, masked."
     with torch.no_grad(), module_mode(model, False):
         groups, real = self._micro(ro, torch.arange(ro.response_ids.shape[0], device=ro.response_ids.device))
         return torch.cat([self._logprobs(ro, r, model) for r in groups][:real]) * ro.response_mask
 
 @patch
-def logprobs(self:Actor, ro)->torch.Tensor:
-    "Log-probs [N, R] of the rollout's response tokens under the current weights (eval mode: no dropout)."
+def logprobs(self:Scorer, ro)->torch.Tensor:
+    "Log-probs [N, R] of the rollout's response tokens under `model` as it is now (eval mode: no dropout)."
     return self._scored(ro, self.model)
 
 @patch
@@ -275,11 +286,12 @@ def update(self:Actor, ro, # the step's `Rollout` (N responses)
            n:int, # responses per prompt
            keep:torch.Tensor|None=None, # [N] bool: responses the GSPO terms train on (default all)
            seq_log_w:torch.Tensor|None=None, # [N] `seq_log_is_weight` of `ro`, when the caller has it already
+           teacher_logp:torch.Tensor|None=None, # [N, R] a teacher group's log-probs of `ro` (no teacher on this device)
           )->dict:
     ("One optimizer step per mini-batch of `ppo_mini_batch_size` prompts, then one step of the lr schedule; metrics "
      "averaged over the steps taken.")
     ref = self.reference_logprobs(ro) if self.kl_coef > 0 else None
-    teacher = self.teacher_logprobs(ro) if self.teacher is not None else None
+    teacher = self.teacher_logprobs(ro) if self.teacher is not None else teacher_logp
     w, accepted, corr = self._rollout_correction(ro, old_logp, seq_log_w)
     rm = ro.response_mask
     valid = rm if accepted is None else rm * accepted[:, None].to(rm.dtype)   # a rejected response leaves every term

@@ -4,26 +4,38 @@
 
 # %% ../nbs/07c_checkpoint.ipynb #c0c1ec04
 from __future__ import annotations
-import json, os, random, shutil, tempfile, warnings
+import json, os, random, re, shutil, tempfile, warnings
 from contextlib import contextmanager
 from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
-from .config import ConfigError, atomic_dir
+from .config import ConfigError
+from .files import RunFolderError, atomic_dir, naming_full_disk, replace_dir
 from .platform import rank, world_size
 from .lora import full_tensor, lora_modules
 
 # %% auto #0
-__all__ = ['list_checkpoints', 'rank_shared_dir', 'trained_copy', 'save_checkpoint', 'load_checkpoint', 'load_rollout_weights']
+__all__ = ['STEP_DIR', 'list_checkpoints', 'remove_checkpoint', 'rank_shared_dir', 'trained_copy', 'save_checkpoint',
+           'CheckpointError', 'DamagedCheckpoint', 'checkpoint_info', 'resume_point', 'load_checkpoint',
+           'load_rollout_weights']
 
 # %% ../nbs/07c_checkpoint.ipynb #d3c62122
+STEP_DIR = re.compile(r'step_(\d+)')   # a checkpoint folder's name; nothing else under checkpoints/ is one
+
 def list_checkpoints(out:Path, # a run folder
                     )->list[tuple[int, Path]]:
-    "Complete checkpoints under `out` as (step, folder), oldest first."
-    cks = [(int(p.name.split('_')[1]), p) for p in (out/'checkpoints').glob('step_*') if (p/'state.json').exists()]
+    ("Complete checkpoints under `out` as (step, folder), oldest first: folders named `step_N` that hold their "
+     "completeness marker, `state.json` (a user's copy `step_3.bak` is not a checkpoint).")
+    cks = [(int(m.group(1)), p) for p in (out/'checkpoints').glob('step_*')
+           if (m := STEP_DIR.fullmatch(p.name)) and (p/'state.json').is_file()]
     return sorted(cks)
+
+def remove_checkpoint(path:Path): # a checkpoint folder
+    "Delete a checkpoint, its completeness marker first: a kill midway leaves a folder no one counts as complete."
+    (path/'state.json').unlink(missing_ok=True)
+    shutil.rmtree(path)
 
 @contextmanager
 def rank_shared_dir(dest:Path): # the folder to write
@@ -38,9 +50,7 @@ def rank_shared_dir(dest:Path): # the folder to write
     try:
         yield tmp
         dist.barrier()
-        if rank() == 0:
-            if dest.exists(): shutil.rmtree(dest)
-            os.replace(tmp, dest)
+        if rank() == 0: replace_dir(tmp, dest)
         dist.barrier()
     finally:
         if rank() == 0: shutil.rmtree(tmp, ignore_errors=True)
@@ -59,6 +69,12 @@ def _dcp(fn, state:dict, path:Path):
         warnings.filterwarnings('ignore', message='torch.distributed is disabled')
         return fn(state, checkpoint_id=path)
 
+def _nbytes(x)->int:
+    "Bytes of the tensors in `x` (nested dicts and lists): what a checkpoint of them needs at least."
+    if isinstance(x, torch.Tensor): return x.numel() * x.element_size()
+    if isinstance(x, dict): return sum(map(_nbytes, x.values()))
+    return sum(map(_nbytes, x)) if isinstance(x, (list, tuple)) else 0
+
 def trained_copy(model, # the policy (plain, peft-wrapped, sharded or not)
                 )->dict[str, torch.Tensor]:
     "A copy of the tensors `model` trains, by parameter name (FSDP2: this rank's shards): its weights of one moment."
@@ -73,11 +89,12 @@ def save_checkpoint(out:Path, # the run folder: the checkpoint goes to checkpoin
                     # one-step-off: the trained tensors (`trained_copy`) the in-flight rollout samples with
                     rollout_weights:dict|None=None,
                    )->Path:
-    "Write `checkpoints/step_{step}` atomically (every rank its shards); keep the newest `keep` checkpoints."
+    ("Write `checkpoints/step_{step}` atomically (every rank its shards, the marker `state.json` last); keep the "
+     "newest `keep` checkpoints. Out of space: one `RunFolderError` naming the folder and the bytes it needs.")
     dest = out/'checkpoints'/f'step_{step}'
-    with rank_shared_dir(dest) as tmp:
-        state = _training_state(model, opt)
-        _dcp(dcp.save, state | ({'rollout': rollout_weights} if rollout_weights is not None else {}), tmp)
+    state = _training_state(model, opt) | ({'rollout': rollout_weights} if rollout_weights is not None else {})
+    with naming_full_disk(dest, _nbytes(state)), rank_shared_dir(dest) as tmp:
+        _dcp(dcp.save, state, tmp)
         if lora_modules(model):   # the adapter in peft's format too; gathering its shards takes every rank
             adapter = {k: full_tensor(v) for k, v in model.state_dict().items() if '.lora_' in k}
             if rank() == 0: model.save_pretrained(tmp, state_dict=adapter)
@@ -85,10 +102,71 @@ def save_checkpoint(out:Path, # the run folder: the checkpoint goes to checkpoin
                     'scheduler': sched.state_dict() if sched else None}, tmp/f'train_state_rank{rank()}.pt')
         info = {'step': step, 'ranks': world_size(), 'trainable_tensors': len(state['model']),
                 'rollout_weights': rollout_weights is not None}
-        if rank() == 0: (tmp/'state.json').write_text(json.dumps(info))
+        if rank() == 0: (tmp/'state.json').write_text(json.dumps(info))   # the completeness marker, last
     if rank() == 0:
-        for _, old in list_checkpoints(out)[:-keep]: shutil.rmtree(old)
+        for _, old in list_checkpoints(out)[:-keep]: remove_checkpoint(old)
     return dest
+
+# %% ../nbs/07c_checkpoint.ipynb #6da7d9c0
+class CheckpointError(RunFolderError):
+    "A checkpoint that cannot be resumed from; the message names the file and what is wrong with it."
+
+class DamagedCheckpoint(CheckpointError):
+    "A checkpoint with a missing, truncated or unreadable file (`resume_point` may fall back past it)."
+
+def _need(f:Path, # a file the load reads
+          what:str, # what it holds, for the message
+          at_least:int=1, # bytes it must have
+         ):
+    "Raise `DamagedCheckpoint` unless `f` is a file of at least `at_least` bytes."
+    if not f.is_file(): raise DamagedCheckpoint(f"{f}: missing ({what})")
+    if (n := f.stat().st_size) < at_least:
+        raise DamagedCheckpoint(f"{f}: truncated ({what}): {n} bytes, its index needs {at_least}")
+
+def _unreadable(f:Path, e:Exception)->DamagedCheckpoint:
+    return DamagedCheckpoint(f"{f}: unreadable ({type(e).__name__}: {str(e)[:120]})")
+
+def checkpoint_info(path:Path, # a checkpoint folder
+                   )->dict:
+    ("The `state.json` of the checkpoint at `path`, once every file a resume reads is there and whole (DCP's index: "
+     "each shard long enough); else `DamagedCheckpoint` naming the file, or `CheckpointError` if its step is not "
+     "its folder's.")
+    st = path/'state.json'
+    _need(st, 'the completeness marker')
+    try: info = json.loads(st.read_text())
+    except (ValueError, UnicodeDecodeError) as e: raise _unreadable(st, e) from None
+    if not (isinstance(info, dict) and type(info.get('step')) is int and type(info.get('ranks', 1)) is int):
+        raise DamagedCheckpoint(f"{st}: expected an object with an integer 'step', got {json.dumps(info)[:80]}")
+    if (m := STEP_DIR.fullmatch(path.name)) and int(m.group(1)) != info['step']:
+        raise CheckpointError(f"{st} says step {info['step']}, its folder is {path.name}: the step it holds is "
+                              "unknown, so it is not resumed from (rename or move the folder)")
+    _need(path/'.metadata', "DCP's index of the tensors")
+    try: index = dcp.FileSystemReader(path).read_metadata().storage_data
+    except Exception as e: raise _unreadable(path/'.metadata', e) from None
+    ends = {}
+    for s in index.values(): ends[s.relative_path] = max(ends.get(s.relative_path, 0), s.offset + s.length)
+    for name, end in sorted(ends.items()): _need(path/name, 'a shard of the tensors', end)
+    for r in range(info.get('ranks', 1)):
+        f = path/f'train_state_rank{r}.pt'
+        _need(f, f"rank {r}'s RNG and schedule state")
+        try: torch.load(f, weights_only=False)
+        except Exception as e: raise _unreadable(f, e) from None
+    return info
+
+def resume_point(out:Path, # a run folder
+                 fall_back:bool, # skip a damaged checkpoint (saying so) instead of raising its error
+                 log=print, # told of each checkpoint skipped
+                )->Path|None:
+    ("The newest complete checkpoint of `out` that passes `checkpoint_info` (None: it has none). A damaged one "
+     "raises its error, or with `fall_back` is skipped with one line to `log`.")
+    cks = list_checkpoints(out)
+    for _, p in reversed(cks):
+        try: checkpoint_info(p); return p
+        except DamagedCheckpoint as e:
+            if not fall_back: raise
+            log(f"skipping damaged checkpoint {p.name}, falling back to the one before it: {e}")
+    if cks: raise DamagedCheckpoint(f"{out}: every checkpoint is damaged ({', '.join(p.name for _, p in cks)})")
+    return None
 
 # %% ../nbs/07c_checkpoint.ipynb #c0c1ec05
 def load_checkpoint(path:Path, # a checkpoint folder (`list_checkpoints`)
@@ -97,7 +175,7 @@ def load_checkpoint(path:Path, # a checkpoint folder (`list_checkpoints`)
                     sched=None, # its learning-rate schedule
                    )->int:
     "Restore the trained tensors, the optimizer's state, the schedule's position and this rank's RNG; the step."
-    info = json.loads((path/'state.json').read_text())
+    info = checkpoint_info(path)   # every file it reads is there and whole
     if (ranks := info.get('ranks', 1)) != world_size():   # against the launched group: known only when resuming
         raise ConfigError(f"checkpoint {path} was written by {ranks} ranks, this run has {world_size()}; "
                           "resume with the same hardware.nnodes × gpus_per_node")
@@ -107,6 +185,10 @@ def load_checkpoint(path:Path, # a checkpoint folder (`list_checkpoints`)
     if missing:
         raise ValueError(f"checkpoint {path} lacks {len(missing)} tensors this model trains, e.g. {missing[0]!r} "
                          "(written by a run with another model.lora_rank or target_modules?)")
+    # Adam's state only for the tensors that had one when saved: a tensor no step has reached yet (an encoder that
+    # text-only prompts never ran) has none, and gets none, as in the run that was not interrupted
+    state['optim']['state'] = {k: v for k, v in state['optim']['state'].items()
+                               if any(f'optim.state.{k}.{n}' in saved for n in v)}
     hyper = [{k: v for k, v in g.items() if k != 'params'} for g in opt.param_groups]   # as this run configured them
     base = sched and list(sched.base_lrs)
     _dcp(dcp.load, state, path)

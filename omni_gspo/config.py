@@ -4,26 +4,32 @@
 
 # %% ../nbs/00_config.ipynb #14a080a9
 from __future__ import annotations
-import difflib, functools, json, os, shutil, tempfile, typing
+import difflib, functools, json, math, os, re, shutil, tempfile, typing
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from .files import atomic_write_text
 
 # %% auto #0
-__all__ = ['VERL_KEYS', 'DEFAULT_RECIPE', 'DEPENDENT_DEFAULTS', 'TINY_KINDS', 'TINY_MAX_POSITIONS', 'LOGGERS', 'BUILTIN_REWARDS',
+__all__ = ['VERL_KEYS', 'DEFAULT_RECIPE', 'RECIPES', 'DEPENDENT_DEFAULTS', 'TINY_KINDS', 'TINY_MAX_POSITIONS', 'LOGGERS',
+           'BUILTIN_REWARDS', 'NAME_MAX', 'PATH_MAX', 'HUB_ID', 'PATH_KEYS', 'MAX_ROWS', 'MAX_STEPS', 'MAX_TOKENS',
            'VALUE_RANGES', 'GUARD_ONLY_KEYS', 'INERT_WHEN', 'ConfigError', 'Section', 'choice', 'DataConfig',
-           'ModelConfig', 'OptimConfig', 'ActorConfig', 'VLLMConfig', 'RolloutConfig', 'AlgorithmConfig',
-           'RewardConfig', 'TrainerConfig', 'LoggingConfig', 'HardwareConfig', 'Config', 'config_dict', 'leaf_keys',
-           'parse_value', 'parse_overrides', 'verl_equivalent', 'close_keys', 'check_key', 'recipes',
-           'recipe_overrides', 'set_key', 'get_key', 'apply_dependent_defaults', 'build_config', 'given_keys',
-           'flat_config', 'checkpoint_problem', 'checkpoint_max_positions', 'custom_function_problem', 'range_errors',
-           'combination_errors', 'changed_keys', 'inert_keys', 'tensor_parallel_errors', 'config_errors',
-           'check_config', 'format_config', 'atomic_path', 'atomic_dir', 'atomic_write_text', 'save_config',
-           'load_config', 'unread_keys', 'read_keys', 'mark_read']
+           'ModelConfig', 'OptimConfig', 'ActorConfig', 'VLLMConfig', 'ValidationConfig', 'RolloutConfig',
+           'AlgorithmConfig', 'RewardConfig', 'TrainerConfig', 'LoggingConfig', 'HardwareConfig', 'Config',
+           'config_dict', 'leaf_keys', 'parse_value', 'parse_overrides', 'verl_equivalent', 'close_keys', 'check_key',
+           'register_recipe', 'recipes', 'recipe_overrides', 'set_key', 'get_key', 'apply_dependent_defaults',
+           'config_error', 'build_config', 'given_keys', 'flat_config', 'path_problem', 'path_errors', 'checkpoint_dir',
+           'checkpoint_problem', 'checkpoint_max_positions', 'custom_function_problem', 'at_least', 'above',
+           'range_errors', 'combination_errors', 'changed_keys', 'inert_keys', 'tensor_parallel_errors',
+           'config_errors', 'check_config', 'format_config', 'save_config', 'load_config', 'unread_keys', 'read_keys',
+           'mark_read']
 
 # %% ../nbs/00_config.ipynb #51e4d31e
 class ConfigError(ValueError):
-    "A bad config key or value; the message names the key and what was expected."
+    "A bad config key or value; the message names the key and what was expected; `problems`: one message each."
+    def __init__(self, msg:str, # the message
+                 problems:list[str]|None=None, # the problems it reports together (None: just `msg`)
+                ): super().__init__(msg); self.problems = list(problems or [msg])
 
 class Section:
     "Base of the config dataclasses: records which fields the code reads."
@@ -69,8 +75,10 @@ class ModelConfig(Section):
     lora_dropout: float = 0.0       # dropout on the LoRA branch's input in training passes
     # names of the linear layers that get LoRA adapters
     target_modules: list[str] = field(default_factory=lambda: ['q_proj', 'k_proj', 'v_proj', 'o_proj'])
-    freeze_vision_tower: bool = True # full-parameter mode (lora_rank=0): keep the vision encoder fixed
-    freeze_audio_tower: bool = True  # full-parameter mode (lora_rank=0): keep the audio encoder fixed
+    # full-parameter mode (lora_rank=0): keep the vision encoder fixed (off: it trains, as in verl, whose
+    # freeze_vision_tower nothing reads)
+    freeze_vision_tower: bool = False
+    freeze_audio_tower: bool = False # full-parameter mode (lora_rank=0): keep the audio encoder fixed
     # tiny models only: supervised steps on generated solutions, so rewards are not all zero
     warm_start_steps: int = 300
     # bf16/fp16 models: the output layer computes its logits in fp32 (03b_model), in the actor and in both engines
@@ -111,7 +119,13 @@ class ActorConfig(Section):
     activation_checkpointing: bool = False
     # shard the actor with FSDP2 (one unit per decoder layer); required with several ranks
     fsdp: bool = False
-    fsdp_cpu_offload: bool = False  # with fsdp: keep parameter shards, gradients and the optimizer step in host memory
+    # with fsdp: parameter shards, gradients and the optimizer step in host memory all the time, a unit copied in for
+    # each pass (FSDP2's CPUOffloadPolicy: verl's fsdp_config.offload_policy)
+    fsdp_cpu_offload: bool = False
+    # verl's param_offload: parameters (and gradients) wait in host memory while the rollout engine generates; on the
+    # device for the old log-probs, the update and the weight sync (07c_workers)
+    param_offload: bool = False
+    optimizer_offload: bool = False # verl's optimizer_offload: optimizer states wait in host memory outside the update
     logits_chunk_tokens: int = 4096 # positions whose vocabulary-wide logits are formed at once (log-probs, entropy)
     # torch.compile each decoder layer (07b_fsdp `compile_units`): 1.4-1.5x fwd+bwd on the 30B-A3B thinker (H200,
     # bench/memory_plan), 1.2-1.3x on the dense 0.5B's old log-probs and update (bench/trl_side_by_side run 6), after
@@ -131,6 +145,13 @@ class VLLMConfig(Section):
     moe_expert_path: str = choice('auto', 'direct', 'vllm')
     # merge: full weights with LoRA merged each step; adapter: a new LoRARequest each step
     lora_sync: str = choice('merge', 'adapter')
+
+@dataclass(eq=False, repr=False)
+class ValidationConfig(Section):
+    "How validation samples its responses (verl's rollout.val_kwargs); training sampling is rollout.* itself."
+    n: int = 1                      # responses per validation prompt: mean@n, and best@n / maj@n for n > 1 (04_rewards)
+    temperature: float = 0.0        # 0: greedy (verl's do_sample=False); > 0: sampled at it, seeded by step and rank
+    top_p: float = 1.0              # nucleus truncation of the sampled validation responses (the GPU scripts: 0.7)
 
 @dataclass(eq=False, repr=False)
 class RolloutConfig(Section):
@@ -153,6 +174,7 @@ class RolloutConfig(Section):
     # (the adapter's compiled_decode), on: always (CPU: ~10 s compile once), off: dynamic cache
     hf_fast_decode: str = choice('auto', 'on', 'off')
     vllm: VLLMConfig = field(default_factory=VLLMConfig)   # vLLM's settings (rollout.engine=vllm)
+    val: ValidationConfig = field(default_factory=ValidationConfig)   # validation's sampling (09_trainer)
 
 @dataclass(eq=False, repr=False)
 class AlgorithmConfig(Section):
@@ -176,6 +198,9 @@ class AlgorithmConfig(Section):
                                     # [1/this, this]: it leaves every loss term, metric and divisor
     opd_teacher: str = ''           # on-policy distillation: teacher checkpoint folder ('' = off)
     opd_coef: float = 1.0           # weight of the distillation loss added to the policy loss
+    # ranks of a teacher group of their own, out of hardware.nnodes × gpus_per_node (07e_separate); 0: the teacher is
+    # loaded beside the actor on every actor rank
+    opd_teacher_devices: int = 0
 
 @dataclass(eq=False, repr=False)
 class RewardConfig(Section):
@@ -183,6 +208,9 @@ class RewardConfig(Section):
     format_score: float = 0.0       # gsm8k: score of a well-formed '#### N' with the wrong number
     custom_function: str = ''       # 'path.py:function' (or 'ascii_fraction', for benchmarks) replacing the built-ins
     timeout_s: float = 20.0         # a reward call taking longer scores 0 and is counted in reward/errors
+    # AVQA: a one-letter answer against a one-letter ground truth; 'exact': case-sensitive, verl-omni's rule
+    # (choice_reward.py: <answer>b</answer> scores 0 against B); 'any': the letter in either case
+    choice_case: str = choice('exact', 'any')
 
 @dataclass(eq=False, repr=False)
 class TrainerConfig(Section):
@@ -192,6 +220,7 @@ class TrainerConfig(Section):
     max_minutes: float = 0.0
     total_epochs: int = 1           # passes over the training data when max_steps = 0
     test_freq: int = 20             # validate every N steps and after the last one; 0 = never
+    val_before_train: bool = False  # also validate before the first step of a fresh run (logged as step 0)
     save_freq: int = 50             # checkpoint every N steps and after the last one; 0 = after the last one only
     keep_checkpoints: int = 2       # newest checkpoints kept in output_dir/checkpoints
     # the run folder; '{time}' as its last part becomes the start time: a fresh folder per run
@@ -280,7 +309,7 @@ def _parse_list(v):
 def parse_value(key:str, # dotted key, for the error message
                 typ, # declared type of the field
                 v): # the raw value
-    "Convert `v` to `typ`, or raise `ConfigError` naming `key`."
+    "Convert `v` to `typ`, or raise `ConfigError` naming `key`; an int is whole and finite (not `inf`, `nan`, `1e400`)."
     try:
         if typ is bool:
             if isinstance(v, bool): return v
@@ -290,17 +319,17 @@ def parse_value(key:str, # dotted key, for the error message
         if typ is int:
             if isinstance(v, bool): raise ValueError
             f = float(v) if isinstance(v, str) else v
-            if float(f) != int(f): raise ValueError
+            if float(f) != int(f): raise ValueError   # int(inf) raises OverflowError, int(nan) ValueError
             return int(f)
         if typ is float:
             if isinstance(v, bool): raise ValueError
-            return float(v)
+            return float(v)   # inf and nan parse; `VALUE_RANGES` refuses them
         if typ is str:
             if not isinstance(v, (str, int, float)) or isinstance(v, bool): raise ValueError
             return str(v)
         if typing.get_origin(typ) is list:
             return [parse_value(key, typing.get_args(typ)[0], o) for o in _parse_list(v)]
-    except (ValueError, TypeError, json.JSONDecodeError): pass
+    except (ValueError, TypeError, OverflowError, json.JSONDecodeError): pass
     tn = getattr(typ, '__name__', str(typ))
     raise ConfigError(f"config key '{key}': expected {tn}, got {v!r}")
 
@@ -340,8 +369,9 @@ VERL_KEYS = {  # verl launch-script key (without `actor_rollout_ref.`) -> ours, 
     'actor.kl_loss_type': 'algorithm.kl_type',
     'actor.entropy_from_logits_chunk_size': 'actor.logits_chunk_tokens',
     'actor.fsdp_config.model_dtype': 'model.dtype',
-    'actor.fsdp_config.param_offload': 'actor.fsdp_cpu_offload',
-    'actor.fsdp_config.optimizer_offload': 'actor.fsdp_cpu_offload',
+    'actor.fsdp_config.param_offload': 'actor.param_offload',
+    'actor.fsdp_config.optimizer_offload': 'actor.optimizer_offload',
+    'actor.fsdp_config.offload_policy': 'actor.fsdp_cpu_offload',
     'actor.fsdp_config.use_torch_compile': 'actor.compile',
     'rollout.name': "rollout.engine ('hf', 'vllm' or 'vllm_omni')",
     'rollout.tensor_model_parallel_size': 'rollout.tensor_parallel_size',
@@ -361,7 +391,11 @@ VERL_KEYS = {  # verl launch-script key (without `actor_rollout_ref.`) -> ours, 
     'trainer.project_name': 'trainer.output_dir (the run folder names the run)',
     'trainer.experiment_name': 'trainer.output_dir (the run folder names the run)',
     'trainer.default_local_dir': 'trainer.output_dir',
-    'trainer.val_before_train': 'none: validation runs every trainer.test_freq steps and after the last',
+    'rollout.val_kwargs.n': 'rollout.val.n',
+    'rollout.val_kwargs.temperature': 'rollout.val.temperature',
+    'rollout.val_kwargs.top_p': 'rollout.val.top_p',
+    'rollout.val_kwargs.do_sample': 'rollout.val.temperature (0: greedy, as do_sample=false; > 0: sampled)',
+    'rollout.val_kwargs.top_k': 'none: validation is not top-k truncated (the scripts keep verl\'s -1: off)',
 }
 
 def verl_equivalent(key:str, # a key as verl's launch scripts spell it
@@ -396,11 +430,26 @@ def check_key(key:str, # a dotted key
 
 # %% ../nbs/00_config.ipynb #ff35ace7
 DEFAULT_RECIPE = 'gsm8k'   # the recipe of a config built without one, and the task of the empty data path ''
+RECIPES: dict[str, dict] = {}   # name -> overrides, each registered by its task (`tasks.common.register_task`)
+
+def _default(f)->object: return f.default_factory() if callable(f.default_factory) else f.default
+
+def register_recipe(name:str, # the recipe's name, `recipe=NAME` (its task's name)
+                    overrides:dict, # its config overrides, dotted keys -> values
+                   )->dict:
+    ("Add (or replace) recipe `name`: every key and value checked; the default recipe may change no default. Returns "
+     "the overrides.")
+    for k, v in overrides.items():
+        check_key(k); typ, f = leaf_keys()[k]
+        if parse_value(k, typ, v) != _default(f) and name == DEFAULT_RECIPE:
+            raise ConfigError(f"recipe {name!r}: {k}={v!r} differs from the default {_default(f)!r}; the default "
+                              f"recipe is the defaults (change the default, or give {name!r} the default value)")
+    RECIPES[name] = dict(overrides)
+    return overrides
 
 def recipes()->dict[str, dict]:
-    "Every recipe by name: the `recipe` overrides of each registered task (`omni_gspo.tasks.common.tasks`)."
-    from omni_gspo.tasks.common import tasks   # here, not at the top: the task modules come later and import this one
-    return {name: t.recipe for name, t in tasks().items()}
+    "Every registered recipe by name (`import omni_gspo.tasks` registers the built-in ones)."
+    return dict(RECIPES)
 
 def recipe_overrides(name:str, # a recipe's name, e.g. 'gsm8k'
                     )->dict:
@@ -408,8 +457,10 @@ def recipe_overrides(name:str, # a recipe's name, e.g. 'gsm8k'
     known = recipes()
     if name not in known:
         hint = difflib.get_close_matches(name, known, n=1)
-        raise ConfigError(f"unknown recipe {name!r}; known recipes: {', '.join(known)}"
-                          + (f" (did you mean {hint[0]!r}?)" if hint else ''))
+        raise ConfigError(f"unknown recipe {name!r}; known recipes: {', '.join(known) or 'none registered'}"
+                          + (f" (did you mean {hint[0]!r}?)" if hint else '')
+                          + ('' if hint else "; each task registers its recipe: import omni_gspo.tasks for the "
+                             "built-in ones"))
     return known[name]
 
 # %% ../nbs/00_config.ipynb #929e3ae0
@@ -455,7 +506,13 @@ def apply_dependent_defaults(cfg:Config, # the config to change (in place)
         for k, v in defaults.items():
             if k not in explicit: set_key(cfg, k, v)
 
-def build_config(recipe:str|None=None, # recipe name (`recipes()`); None: `DEFAULT_RECIPE`, its keys counted as defaults
+def config_error(errors:list[str], # one message per problem
+                )->ConfigError:
+    "One `ConfigError` for every problem: the message itself, or a count and one line each."
+    if len(errors) == 1: return ConfigError(errors[0])
+    return ConfigError(f"{len(errors)} problems in the config:\n" + '\n'.join(f'  - {e}' for e in errors), errors)
+
+def build_config(recipe:str|None=None, # recipe name (`recipes()`); None: the defaults, which are `DEFAULT_RECIPE`'s
                  overrides:list|dict=(), # `['key=value', ...]` or `{'key': value}`
                  check:bool=True, # run `check_config` on the result (False: a draft, as `preset_config` builds one)
                  **extra # dotted keys passed as `**{'trainer.max_steps': 2}`, applied last
@@ -465,11 +522,15 @@ def build_config(recipe:str|None=None, # recipe name (`recipes()`); None: `DEFAU
     if isinstance(overrides, str): raise ConfigError(f"overrides must be a list of key=value strings or a dict, got "
                                                      f"the string {overrides!r}")
     ov = overrides if isinstance(overrides, dict) else parse_overrides(list(overrides))
-    layers = (recipe_overrides(recipe or DEFAULT_RECIPE), ov, extra)
+    layers = (recipe_overrides(recipe) if recipe else {}, ov, extra)
+    unknown = []   # every key or value that does not parse, reported together
     for layer in layers:
-        for k, v in layer.items(): set_key(cfg, k, v)
+        for k, v in layer.items():
+            try: set_key(cfg, k, v)
+            except ConfigError as e: unknown.append(str(e))
+    if unknown: raise config_error(unknown)
     apply_dependent_defaults(cfg, {k for layer in layers for k in layer})
-    object.__setattr__(cfg, '_given', frozenset(k for layer in layers[0 if recipe else 1:] for k in layer))
+    object.__setattr__(cfg, '_given', frozenset(k for layer in layers for k in layer))
     if check: check_config(cfg, set(ov) | set(extra))   # every problem at once (below)
     return cfg
 
@@ -485,6 +546,10 @@ TINY_KINDS = {'': 'small', 'tiny': 'small', 'tiny-qwen': 'qwen', 'tiny-omni': 'o
 TINY_MAX_POSITIONS = 4096   # the tiny thinkers' max_position_embeddings
 LOGGERS = ('console', 'tensorboard', 'wandb')   # logging.loggers' names (08a_loggers); jsonl is always on
 BUILTIN_REWARDS = ('ascii_fraction',)   # reward.custom_function values naming a built-in reward (04_rewards)
+NAME_MAX, PATH_MAX = 255, 4096   # bytes of one path component and of a whole path (Linux limits.h; ext4, xfs, btrfs)
+HUB_ID = re.compile(r'[A-Za-z0-9][\w.-]*/[\w.-]+')   # a Hugging Face Hub repository id: 'org/name'
+PATH_KEYS = ('data.train_file', 'data.val_file', 'trainer.output_dir', 'trainer.resume')   # checked by `path_problem`
+# (model.path, algorithm.opd_teacher and reward.custom_function are checked by their own `…_problem`, which calls it)
 
 def flat_config(cfg:Config, # the config to flatten
                )->dict:
@@ -495,24 +560,81 @@ def flat_config(cfg:Config, # the config to flatten
             else: yield p + k, v
     return dict(walk(config_dict(cfg)))
 
-def checkpoint_problem(key:str, # the config key naming the checkpoint, for the message
-                       path:str, # the checkpoint folder, or a tiny model's name
-                      )->str|None:
-    "Why `path` is no checkpoint folder (None: it is one, or a tiny model's name)."
-    if path in TINY_KINDS or (Path(path).expanduser()/'config.json').is_file(): return None
-    return (f"{key} {path!r}: no config.json there "
-            "(expected a Hugging Face checkpoint folder, or '' for the tiny default)")
+def path_problem(key:str, # the config key, for the message
+                 path:str, # its value, a path
+                )->str|None:
+    "Why `path` can name no file (a NUL byte, `~user` of no user, a name longer than the file system allows), or None."
+    if '\x00' in path: return f"{key} {path!r}: a NUL byte in the path"
+    try: full = os.fsencode(Path(path).expanduser())
+    except RuntimeError: return f"{key} {path!r}: {path.split('/')[0]} is no user's home folder (no such user)"
+    except UnicodeError: return f"{key} {path!r}: a character the file system cannot encode"
+    if (long := next((c for c in full.split(b'/') if len(c) > NAME_MAX), None)):
+        return (f"{key}: the path component {os.fsdecode(long[:24])!r}… is {len(long)} bytes; the file system "
+                f"allows {NAME_MAX}")
+    if len(full) > PATH_MAX: return f"{key}: the path is {len(full)} bytes; the file system allows {PATH_MAX}"
+    return None
 
-def checkpoint_max_positions(path:str, # a checkpoint folder, or a tiny model's name
+def path_errors(cfg:Config, # the config to check
+               )->list[str]:
+    "One message per key of `PATH_KEYS` whose value can name no file (`path_problem`)."
+    v = flat_config(cfg)
+    return [why for k in PATH_KEYS if (why := path_problem(k, v[k]))]
+
+
+def checkpoint_dir(key:str, # the config key naming the checkpoint, for the message
+                   path:str, # a checkpoint folder, or a Hugging Face Hub id such as 'Qwen/Qwen3-Omni-30B-A3B-Instruct'
+                   fetch:bool=False, # a Hub id: download the whole snapshot where the Hub is reachable (to load it)
+                  )->Path:
+    ("The folder of checkpoint `path`: the folder itself, or a Hub id's snapshot in the Hugging Face cache, found as "
+     "transformers finds it (`HF_HUB_CACHE`, `HF_HUB_OFFLINE`); not cached and online, its config.json (`fetch`: "
+     "everything) is downloaded first. A Hub id found nowhere: `ConfigError` naming `key` and where it looked.")
+    p = Path(path).expanduser()
+    if p.is_dir() or not HUB_ID.fullmatch(path): return p
+    from huggingface_hub import constants, hf_hub_download, snapshot_download   # here: only Hub ids need it
+    try:
+        if fetch and not constants.HF_HUB_OFFLINE: return Path(snapshot_download(path))
+        try: return Path(snapshot_download(path, local_files_only=True))
+        except (OSError, ValueError):
+            if constants.HF_HUB_OFFLINE: raise
+            return Path(hf_hub_download(path, 'config.json')).parent
+    except (OSError, ValueError) as e:
+        why = ' (HF_HUB_OFFLINE is set: no download)' if constants.HF_HUB_OFFLINE else \
+            f'; the Hub: {type(e).__name__}: {str(e).splitlines()[0]}'
+        raise ConfigError(f"{key} {path!r}: no folder of that name, and no snapshot of that Hub id in the Hugging Face "
+                          f"cache {constants.HF_HUB_CACHE}{why}") from None
+
+def _checkpoint_config(key:str, path:str)->tuple[str|None, dict]:
+    "(why `path` is no checkpoint or None, its config.json as a dict); a tiny model's name: (None, {})."
+    if path in TINY_KINDS: return None, {}
+    if (why := path_problem(key, path)): return why, {}
+    try: f = checkpoint_dir(key, path)/'config.json'
+    except ConfigError as e: return str(e), {}
+    if not f.is_file(): return (f"{key} {path!r}: no config.json there (expected a Hugging Face checkpoint folder, a "
+                                "Hub id such as Qwen/Qwen3-Omni-30B-A3B-Instruct, or '' for the tiny default)"), {}
+    try: c = json.loads(f.read_text())
+    except (ValueError, OSError, RecursionError) as e: return f"{key} {path!r}: {f} is no JSON ({e})", {}
+    if not isinstance(c, dict): return f"{key} {path!r}: {f} holds a JSON {type(c).__name__}, not a model config", {}
+    if not isinstance(c.get('model_type'), str):
+        return f"{key} {path!r}: {f} has no model_type (transformers needs it to know the model)", {}
+    return None, c
+
+def checkpoint_problem(key:str, # the config key naming the checkpoint, for the message
+                       path:str, # the checkpoint folder or Hub id, or a tiny model's name
+                      )->str|None:
+    ("Why `path` is no checkpoint: no folder or cached Hub id, no config.json, one that is no JSON object or has no "
+     "`model_type` (None: it is one, or a tiny model's name).")
+    return _checkpoint_config(key, path)[0]
+
+def checkpoint_max_positions(path:str, # a checkpoint folder or Hub id, or a tiny model's name
                             )->int|None:
     ("The `max_position_embeddings` of the (text model of the) checkpoint at `path`, or of a tiny model; None if "
      "unknown.")
     if path in TINY_KINDS: return TINY_MAX_POSITIONS
-    f = Path(path).expanduser()/'config.json'
-    if not f.is_file(): return None
-    c = json.loads(f.read_text())
-    for d in (c.get('thinker_config', {}).get('text_config', {}), c.get('text_config', {}), c):
-        if isinstance(d.get('max_position_embeddings'), int): return d['max_position_embeddings']
+    why, c = _checkpoint_config('model.path', path)
+    thinker = c.get('thinker_config') if isinstance(c.get('thinker_config'), dict) else {}
+    for d in (thinker.get('text_config'), c.get('text_config'), c):
+        if isinstance(d, dict) and isinstance(d.get('max_position_embeddings'), int):
+            return d['max_position_embeddings']
     return None
 
 def custom_function_problem(spec:str, # `reward.custom_function`: a built-in's name or 'file.py:function'
@@ -524,46 +646,68 @@ def custom_function_problem(spec:str, # `reward.custom_function`: a built-in's n
     if not path or not name.isidentifier():
         return (f"reward.custom_function {spec!r}: expected 'path/to/file.py:function' or one of "
                 f"{', '.join(BUILTIN_REWARDS)}")
+    if (why := path_problem('reward.custom_function', path)): return why
     p = Path(path).expanduser().resolve()
     return None if p.is_file() else f"reward.custom_function {spec!r}: file {p} does not exist (function {name!r})"
 
 # %% ../nbs/00_config.ipynb #07f05481
-VALUE_RANGES = {   # key: (whether a value is valid, what is expected)
-    'data.generated_train_size': (lambda v: v >= 1, '>= 1'), 'data.generated_val_size': (lambda v: v >= 1, '>= 1'),
-    'data.max_prompt_length': (lambda v: v >= 1, '>= 1'), 'data.train_batch_size': (lambda v: v >= 1, '>= 1'),
-    'data.val_batch_size': (lambda v: v >= 1, '>= 1'),
-    'model.lora_rank': (lambda v: v >= 0, '>= 0 (0: full-parameter training)'),
-    'model.lora_alpha': (lambda v: v > 0, '> 0'), 'model.lora_dropout': (lambda v: 0 <= v < 1, 'in [0, 1)'),
-    'model.warm_start_steps': (lambda v: v >= 0, '>= 0'), 'actor.optim.lr': (lambda v: v > 0, '> 0'),
-    'actor.optim.weight_decay': (lambda v: v >= 0, '>= 0'), 'actor.optim.grad_clip': (lambda v: v > 0, '> 0'),
-    'actor.optim.warmup_steps': (lambda v: v >= 0, '>= 0'),
-    'actor.optim.min_lr_ratio': (lambda v: 0 <= v <= 1, 'in [0, 1]'),
-    'actor.ppo_mini_batch_size': (lambda v: v >= 1, '>= 1'),
-    'actor.ppo_max_token_len_per_gpu': (lambda v: v >= 1, '>= 1'),
-    'actor.logits_chunk_tokens': (lambda v: v >= 1, '>= 1'),
-    'rollout.n': (lambda v: v >= 2, '>= 2 (group-relative advantages need a group)'),
-    'rollout.tensor_parallel_size': (lambda v: v in (1, 2, 4, 8), 'one of 1, 2, 4, 8'),
-    'rollout.temperature': (lambda v: v > 0, '> 0'), 'rollout.response_length': (lambda v: v >= 1, '>= 1'),
-    'rollout.min_probs_pearson': (lambda v: -1 <= v <= 1, 'in [-1, 1] (a correlation)'),
-    'rollout.vllm.gpu_memory_utilization': (lambda v: 0 < v <= 1, 'in (0, 1] (a share of the device memory)'),
-    'rollout.vllm.max_num_seqs': (lambda v: v >= 1, '>= 1'),
-    'rollout.vllm.max_num_batched_tokens': (lambda v: v >= 0, ">= 0 (0: vLLM's default)"),
-    'algorithm.clip_ratio_low': (lambda v: 0 < v < 1, 'in (0, 1)'),
-    'algorithm.clip_ratio_high': (lambda v: v > 0, '> 0'),
-    'algorithm.clip_ratio_c': (lambda v: v == 0 or v > 1, '0 (off) or > 1'),
-    'algorithm.kl_coef': (lambda v: v >= 0, '>= 0'), 'algorithm.rollout_is_threshold': (lambda v: v > 1, '> 1'),
-    'algorithm.opd_coef': (lambda v: v >= 0, '>= 0'), 'reward.timeout_s': (lambda v: v > 0, '> 0 seconds'),
-    'trainer.max_steps': (lambda v: v >= 0, '>= 0 (0: trainer.total_epochs passes)'),
-    'trainer.total_epochs': (lambda v: v >= 1, '>= 1'),
-    'trainer.max_minutes': (lambda v: v >= 0, '>= 0 (0: no limit)'),
-    'trainer.save_freq': (lambda v: v >= 0, '>= 0 (0: a checkpoint only after the last step)'),
-    'trainer.test_freq': (lambda v: v >= 0, '>= 0 (0: never validate)'),
-    'trainer.keep_checkpoints': (lambda v: v >= 1, '>= 1'), 'logging.print_samples': (lambda v: v >= 0, '>= 0'),
-    'logging.rollout_groups': (lambda v: v >= 0, '>= 0 (0: none)'),
-    'hardware.num_threads': (lambda v: v >= 0, ">= 0 (0: torch's default)"),
-    'hardware.nnodes': (lambda v: v >= 1, '>= 1'), 'hardware.gpus_per_node': (lambda v: v >= 1, '>= 1'),
-    'rollout.devices': (lambda v: v >= 0, '>= 0'),
-    'trainer.max_staleness': (lambda v: v in (0, 1), '0 (on-policy) or 1 (one-step-off); more is not implemented')}
+def at_least(lo, # the smallest valid value
+             hi, # the largest valid value: every numeric key is bounded, so `inf` and `1e30` are refused
+             note='', # what a special value means, e.g. ' (0: none)'
+            ):
+    "A range `[lo, hi]` for `VALUE_RANGES`: (whether a value is in it, what is expected); `nan` is in no range."
+    return (lambda v: lo <= v <= hi), f'>= {lo}{note}, at most {hi}'
+
+def above(lo, # valid values are greater than this
+          hi, # the largest valid value
+          note='', # what the key measures, e.g. ' seconds'
+         ):
+    "A range `(lo, hi]` for `VALUE_RANGES`."
+    return (lambda v: lo < v <= hi), f'> {lo}{note}, at most {hi}'
+
+MAX_ROWS, MAX_STEPS, MAX_TOKENS = 10**7, 10**8, 2**24   # sane ceilings: far above any run, far below a hang
+VALUE_RANGES = {   # numeric key: (whether a value is valid, what is expected); every int and float key has a range
+    'data.generated_train_size': at_least(1, MAX_ROWS), 'data.generated_val_size': at_least(1, MAX_ROWS),
+    'data.max_prompt_length': at_least(1, MAX_TOKENS), 'data.train_batch_size': at_least(1, MAX_ROWS),
+    'data.val_batch_size': at_least(1, MAX_ROWS),
+    'model.lora_rank': at_least(0, 2**16, ' (0: full-parameter training)'), 'model.lora_alpha': above(0, 2**20),
+    'model.lora_dropout': ((lambda v: 0 <= v < 1), 'in [0, 1)'), 'model.warm_start_steps': at_least(0, MAX_STEPS),
+    'actor.optim.lr': above(0, 10), 'actor.optim.weight_decay': at_least(0, 10), 'actor.optim.grad_clip': above(0, 1e6),
+    'actor.optim.warmup_steps': at_least(0, MAX_STEPS),
+    'actor.optim.min_lr_ratio': ((lambda v: 0 <= v <= 1), 'in [0, 1]'),
+    'actor.ppo_mini_batch_size': at_least(1, MAX_ROWS), 'actor.ppo_max_token_len_per_gpu': at_least(1, 2**30),
+    'actor.logits_chunk_tokens': at_least(1, 2**30),
+    'rollout.n': at_least(2, 2**16, ' (group-relative advantages need a group)'),
+    'rollout.tensor_parallel_size': ((lambda v: v in (1, 2, 4, 8)), 'one of 1, 2, 4, 8'),
+    'rollout.temperature': above(0, 100), 'rollout.top_p': ((lambda v: 0 < v <= 1), 'in (0, 1]'),
+    'rollout.top_k': at_least(-1, 2**24, ' (-1: off)'), 'rollout.response_length': at_least(1, MAX_TOKENS),
+    'rollout.min_probs_pearson': ((lambda v: -1 <= v <= 1), 'in [-1, 1] (a correlation)'),
+    'rollout.vllm.gpu_memory_utilization': ((lambda v: 0 < v <= 1), 'in (0, 1] (a share of the device memory)'),
+    'rollout.vllm.max_num_seqs': at_least(1, 2**20),
+    'rollout.vllm.max_num_batched_tokens': at_least(0, 2**30, " (0: vLLM's default)"),
+    'rollout.vllm.cudagraph_capture_sizes': ((lambda v: all(1 <= s <= 2**20 for s in v)),
+                                             'batch sizes >= 1, at most 1048576'),
+    'algorithm.clip_ratio_low': ((lambda v: 0 < v < 1), 'in (0, 1)'), 'algorithm.clip_ratio_high': above(0, 100),
+    'algorithm.clip_ratio_c': ((lambda v: v == 0 or 1 < v <= 1e6), '0 (off) or > 1, at most 1000000'),
+    'algorithm.entropy_coeff': ((lambda v: -100 <= v <= 100), 'in [-100, 100]'),
+    'algorithm.kl_coef': at_least(0, 1e6), 'algorithm.rollout_is_threshold': above(1, 1e6),
+    'algorithm.opd_coef': at_least(0, 1e6),
+    'reward.format_score': ((lambda v: -1e6 <= v <= 1e6), 'in [-1000000, 1000000]'),
+    'reward.timeout_s': above(0, 86400, ' seconds'),
+    'trainer.max_steps': at_least(0, MAX_STEPS, ' (0: trainer.total_epochs passes)'),
+    'trainer.total_epochs': at_least(1, 10**6), 'trainer.max_minutes': at_least(0, 10**8, ' (0: no limit)'),
+    'trainer.save_freq': at_least(0, MAX_STEPS, ' (0: a checkpoint only after the last step)'),
+    'trainer.test_freq': at_least(0, MAX_STEPS, ' (0: never validate)'),
+    'rollout.val.n': at_least(1, 2**16), 'rollout.val.temperature': at_least(0, 100, ' (0: greedy)'),
+    'rollout.val.top_p': ((lambda v: 0 < v <= 1), 'in (0, 1]'),
+    'trainer.keep_checkpoints': at_least(1, 10**6),
+    'trainer.seed': at_least(0, 2**32 - 1, ' (numpy seeds are 32-bit)'),
+    'trainer.max_staleness': ((lambda v: v in (0, 1)), '0 (on-policy) or 1 (one-step-off); more is not implemented'),
+    'logging.print_samples': at_least(0, 10**6), 'logging.rollout_groups': at_least(0, 10**6, ' (0: none)'),
+    'hardware.num_threads': at_least(0, 4096, " (0: torch's default)"),
+    'hardware.nnodes': at_least(1, 4096), 'hardware.gpus_per_node': at_least(1, 64),
+    'hardware.device_memory_gb': at_least(0, 2**20, ' (0: detect the device)'),
+    'rollout.devices': at_least(0, 4096 * 64), 'algorithm.opd_teacher_devices': at_least(0, 4096 * 64)}
 
 def range_errors(cfg:Config, # the config to check
                 )->list[str]:
@@ -587,8 +731,10 @@ def combination_errors(cfg:Config, # the config to check
     B, M = v['data.train_batch_size'], v['actor.ppo_mini_batch_size']
     N, D, separate = (v['hardware.nnodes'] * v['hardware.gpus_per_node'], v['rollout.devices'],
                       v['rollout.placement'] == 'separate')
-    W = N - D if separate else N   # the ranks that train
-    every = (f'the {W} actor ranks (hardware.nnodes × hardware.gpus_per_node - rollout.devices)' if separate
+    T = v['algorithm.opd_teacher_devices'] if v['algorithm.opd_teacher'] else 0   # without a teacher: inert
+    W = N - (D if separate else 0) - T   # the ranks that train
+    apart = (' - rollout.devices' if separate else '') + (' - algorithm.opd_teacher_devices' if T else '')
+    every = (f'the {W} actor ranks (hardware.nnodes × hardware.gpus_per_node{apart})' if apart
              else f'the {W} ranks (hardware.nnodes × hardware.gpus_per_node)')
     P, R, positions = (v['data.max_prompt_length'], v['rollout.response_length'],
                        checkpoint_max_positions(v['model.path']))
@@ -598,6 +744,9 @@ def combination_errors(cfg:Config, # the config to check
     checks = [(_divides(M, B), f'actor.ppo_mini_batch_size ({M}) must divide data.train_batch_size ({B})'),
               (_divides(W, B), f'data.train_batch_size ({B}) must be a multiple of {every}'),
               (_divides(W, M), f'actor.ppo_mini_batch_size ({M}) must be a multiple of {every}'),
+              (T == 0 or W >= 1, f'algorithm.opd_teacher_devices ({T}) leaves no actor rank: {every}'),
+              (T <= W or W < 1, f"algorithm.opd_teacher_devices ({T}) more than {every}: each teacher rank scores "
+               "whole actor ranks' shares, so some would idle"),
               (W <= 1 or v['actor.fsdp'], f'{every} need actor.fsdp=true: FSDP2 reduces the gradients over the ranks'),
               (not separate or 1 <= D < N, f"rollout.placement='separate' needs 1 <= rollout.devices ({D}) < the {N} "
                'ranks (hardware.nnodes × hardware.gpus_per_node): the rest train'),
@@ -614,9 +763,15 @@ def combination_errors(cfg:Config, # the config to check
               (top_k in (-1, 0) and top_p == 1.0, f'rollout.top_k={top_k} / rollout.top_p={top_p}: training rollouts '
                'must sample the full softmax (top_k -1, top_p 1.0); a truncated distribution cannot be scored by the '
                'actor (the sampled token may fall outside it after an update)'),
+              (v['rollout.val.n'] <= 1 or v['rollout.val.temperature'] > 0,
+               f"rollout.val.n={v['rollout.val.n']} with rollout.val.temperature=0: greedy decoding gives the same "
+               'response every time; set rollout.val.temperature > 0 (the GPU scripts: 1.0) or rollout.val.n=1'),
               (v['model.attn_implementation'] != 'flex_attention' or v['hardware.device'] != 'cpu',
                "model.attn_implementation='flex_attention' on hardware.device=cpu: torch has no flex attention "
                'backward on CPU, so the actor cannot train; use sdpa or eager'),
+              (not v['actor.param_offload'] or v['rollout.engine'] != 'hf', "actor.param_offload=True with "
+               "rollout.engine='hf': the built-in engine generates with the actor's own weights, which the offload "
+               'keeps in host memory then; use rollout.engine=vllm, or drop the key'),
               (v['algorithm.kl_coef'] == 0 or v['model.lora_rank'] != 0, 'algorithm.kl_coef > 0 needs a LoRA policy '
                '(model.lora_rank > 0): the reference is the base model with the adapter disabled'),
               (loss == 'vanilla' or agg == 'seq-mean-token-mean', f'algorithm.loss_agg_mode={agg!r} does not apply to '
@@ -646,6 +801,8 @@ INERT_WHEN = [   # (keys, the key that decides, when its value leaves them doing
     (('rollout.vllm.cuda_graphs', 'rollout.vllm.gpu_memory_utilization', 'rollout.vllm.cudagraph_capture_sizes'),
      'hardware.device', lambda d: d == 'cpu',
      'GPU only: vLLM on CPU decodes eagerly in host memory; drop the key'),
+    (('rollout.val.top_p',), 'rollout.val.temperature', lambda t: t == 0,
+     'greedy validation takes the most likely token; set rollout.val.temperature > 0, or drop the key'),
     (('rollout.hf_fast_decode',), 'rollout.engine', lambda e: e != 'hf',
      'only the hf engine reads it; drop the key'),
     (('algorithm.rollout_is_threshold',), 'algorithm.rollout_is', lambda m: m == 'none',
@@ -661,10 +818,15 @@ INERT_WHEN = [   # (keys, the key that decides, when its value leaves them doing
      'a fresh run has no saved config to change; drop the key'),
     (('algorithm.kl_type',), 'algorithm.kl_coef', lambda c: c == 0,
      'no KL term is computed; set algorithm.kl_coef > 0, or drop the key'),
-    (('algorithm.opd_coef',), 'algorithm.opd_teacher', lambda t: t == '',
+    (('algorithm.opd_coef', 'algorithm.opd_teacher_devices'), 'algorithm.opd_teacher', lambda t: t == '',
      'there is no distillation without a teacher; set algorithm.opd_teacher, or drop the key'),
     (('actor.fsdp_cpu_offload',), 'actor.fsdp', lambda f: not f,
      'only FSDP2 shards are offloaded; set actor.fsdp=true, or drop the key'),
+    (('actor.param_offload', 'actor.optimizer_offload'), 'actor.fsdp_cpu_offload', lambda o: o,
+     "FSDP2's CPU offload keeps them in host memory all the time (verl's offload_policy turns both off too); "
+     'drop the key'),
+    (('actor.param_offload', 'actor.optimizer_offload'), 'hardware.device', lambda d: d == 'cpu',
+     "a CPU's host memory is its device memory; drop the key"),
     (('model.fp32_logits', 'model.fp32_residual'), 'model.dtype', lambda d: d == 'float32',
      'a float32 model computes in fp32 already; drop the key'),
     (('trainer.total_epochs',), 'trainer.max_steps', lambda s: s > 0,
@@ -715,17 +877,16 @@ def tensor_parallel_errors(cfg:Config, # the config to check
 def config_errors(cfg:Config, # the config to check
                   given:set[str]=frozenset(), # keys set explicitly (besides those changed from their defaults)
                  )->list[str]:
-    "Every problem of `cfg` the config alone shows: values out of range, values that do not work together, inert keys."
-    return (range_errors(cfg) + combination_errors(cfg) + tensor_parallel_errors(cfg)
+    ("Every problem of `cfg` the config alone shows: values out of range, paths that name no file, values that "
+     "do not work together, inert keys.")
+    return (range_errors(cfg) + path_errors(cfg) + combination_errors(cfg) + tensor_parallel_errors(cfg)
             + list(inert_keys(cfg, set(given) | changed_keys(cfg)).values()))
 
 def check_config(cfg:Config, # the config to check
                  given:set[str]=frozenset(), # keys set explicitly (besides those changed from their defaults)
                 ):
     "Raise one `ConfigError` listing every problem of `config_errors`."
-    errors = config_errors(cfg, given)
-    if len(errors) == 1: raise ConfigError(errors[0])
-    if errors: raise ConfigError(f"{len(errors)} problems in the config:\n" + '\n'.join(f'  - {e}' for e in errors))
+    if errors := config_errors(cfg, given): raise config_error(errors)
 
 # %% ../nbs/00_config.ipynb #5bc1dcc6
 def format_config(cfg:Config, # the config to show
@@ -736,37 +897,6 @@ def format_config(cfg:Config, # the config to show
             if isinstance(v, dict): yield from walk(v, f'{p}{k}.')
             else: yield f'{p}{k} = {v!r}'
     return '\n'.join(walk(config_dict(cfg)))
-
-@contextmanager
-def atomic_path(path:str|Path, # the file to write
-               ):
-    "Yield a temporary path next to `path`; rename it onto `path` when the block succeeds, delete it otherwise."
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix=path.suffix); os.close(fd)
-    try:
-        yield Path(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True); raise
-
-@contextmanager
-def atomic_dir(dest:str|Path, # the folder to (re)write
-              ):
-    ("Yield a fresh temporary folder next to `dest`; it replaces `dest` when the block succeeds, and is deleted "
-     "otherwise.")
-    dest = Path(dest); dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f'.{dest.name}.'))
-    try:
-        yield tmp
-        if dest.exists(): shutil.rmtree(dest)
-        os.replace(tmp, dest)
-    finally: shutil.rmtree(tmp, ignore_errors=True)
-
-def atomic_write_text(path:str|Path, # the file to write
-                      text:str, # its new content
-                     ):
-    "Write `text` to `path` via a temporary file in the same folder and a rename."
-    with atomic_path(path) as tmp: tmp.write_text(text)
 
 def save_config(cfg:Config, # the config to save
                 path:str|Path, # the JSON file to write

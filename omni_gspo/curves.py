@@ -8,7 +8,7 @@ import json, math
 from pathlib import Path
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
-from .config import atomic_write_text
+from .files import atomic_write_text
 
 # %% auto #0
 __all__ = ['CURVES', 'read_metrics', 'metrics_figure', 'write_metrics_html']

@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 import pandas as pd
 import pyarrow as pa, pyarrow.parquet as pq
-from .config import atomic_path
+from .files import atomic_path
 
 # %% auto #0
-__all__ = ['RL_COLUMNS', 'MM_KEYS', 'DataError', 'Example', 'Prompt', 'write_rows', 'read_rows', 'rl_row', 'write_rl_parquet',
-           'read_rl_rows', 'encode_prompt', 'encode_prompts', 'steps_per_epoch', 'batch_indices']
+__all__ = ['RL_COLUMNS', 'OPTIONAL_RL_COLUMNS', 'MM_KEYS', 'DataError', 'Example', 'Prompt', 'write_rows', 'read_rows', 'rl_row',
+           'write_rl_parquet', 'read_rl_rows', 'encode_prompt', 'encode_prompts', 'steps_per_epoch', 'batch_indices']
 
 # %% ../nbs/02_data.ipynb #95637005
 class DataError(ValueError):
@@ -97,14 +97,17 @@ def write_rl_parquet(rows:list[dict], # verl RL rows, e.g. from `rl_row`
     with atomic_path(path) as tmp: pq.write_table(pa.Table.from_pylist(rows), tmp, use_dictionary=False)
     return Path(path)
 
+OPTIONAL_RL_COLUMNS = ('images', 'audios')   # RL columns a file may lack (as upstream's do): no media of that kind
+
 def read_rl_rows(path:str|Path)->list[dict]:
-    "Rows of an RL parquet as plain Python objects; the file must have every RL column."
+    "Rows of an RL parquet as plain Python objects with every RL column; an absent media column gives empty lists."
     path = Path(path)
     if not path.is_file(): raise DataError(f"RL parquet {str(path)!r} does not exist")
     t = pq.read_table(path)
-    missing = [c for c in RL_COLUMNS if c not in t.column_names]
+    missing = [c for c in RL_COLUMNS if c not in t.column_names and c not in OPTIONAL_RL_COLUMNS]
     if missing: raise DataError(f"RL parquet {str(path)!r} lacks column(s) {missing}; expected {list(RL_COLUMNS)}")
-    return t.select(list(RL_COLUMNS)).to_pylist()
+    rows = t.select([c for c in RL_COLUMNS if c in t.column_names]).to_pylist()
+    return [{c: r[c] if c in r else [] for c in RL_COLUMNS} for r in rows]
 
 # %% ../nbs/02_data.ipynb #3ae5ae85
 MM_KEYS = ('pixel_values', 'image_grid_thw', 'input_features', 'feature_attention_mask')

@@ -11,11 +11,11 @@ from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import DTensor
 from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy, fully_shard
 from .model import base_model
-from .platform import compile_cache_env
+from .platform import compile_caches
 
 # %% auto #0
-__all__ = ['fsdp_units', 'checkpoint_layers', 'shard_model', 'compile_units', 'dynamic_dims', 'cacheless_compiled',
-           'compute_device']
+__all__ = ['BACKWARD_WITH_FORWARD', 'fsdp_units', 'checkpoint_layers', 'shard_model', 'compile_units', 'dynamic_dims',
+           'cacheless_compiled', 'compute_device', 'move_params', 'move_optimizer_state']
 
 # %% ../nbs/07b_fsdp.ipynb #ebfc3381
 def fsdp_units(model, # a transformers model or its peft wrapper
@@ -71,7 +71,6 @@ def compile_units(model, # a transformers model or its peft wrapper, sharded or 
      "(`cacheless_compiled`); returns the model.")
     # one graph per shape class, not per layer, but leave room
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
-    compile_cache_env()          # kernels kept in the project's cache folder: a resume or restart reuses them
     for m in fsdp_units(model, names): m.forward = cacheless_compiled(m.forward, backend)
     return model
 
@@ -82,16 +81,22 @@ def dynamic_dims(x):
     elif isinstance(x, (tuple, list)):
         for t in x: dynamic_dims(t)
 
+# the backward compiled in the forward's call (recent torch has the switch; without it, AOTAutograd compiles it there
+# whenever sizes are saved for it as symbols, as ours are: `graph_compile.py`, 'Backward graph lazy lowering')
+BACKWARD_WITH_FORWARD = ({'force_non_lazy_backward_lowering': True}
+                         if hasattr(torch._functorch.config, 'force_non_lazy_backward_lowering') else {})
+
 def cacheless_compiled(forward, # a unit's `forward`
                        backend='inductor', # `torch.compile` backend
                       ):
-    ("`forward` compiled for calls without a KV cache (the actor's passes), sizes dynamic from the first call; calls "
-     "with one run it as it is.")
+    ("`forward` compiled for calls without a KV cache (the actor's passes), sizes dynamic from the first call, its "
+     "kernels in the project's cache folder; calls with one run it as it is.")
     compiled = torch.compile(forward, backend=backend)
     def run(*args, **kwargs):
         if kwargs.get('past_key_values') is not None: return forward(*args, **kwargs)
         dynamic_dims(args); dynamic_dims(list(kwargs.values()))
-        return compiled(*args, **kwargs)
+        with compile_caches(), torch._functorch.config.patch(**BACKWARD_WITH_FORWARD):
+            return compiled(*args, **kwargs)
     run.compiled = compiled
     return run
 
@@ -103,3 +108,20 @@ def compute_device(model # a module, sharded by `shard_model` (offloaded or not)
     if not isinstance(p, DTensor): return p.device
     kind = p.device_mesh.device_type
     return torch.device(kind) if kind == 'cpu' else torch.device(kind, torch.get_device_module(kind).current_device())
+
+# %% ../nbs/07b_fsdp.ipynb #918482c7
+@torch.no_grad()
+def move_params(model, # a module, FSDP2-sharded or not
+                device:torch.device, # where its parameters and gradients go: the host, or back to the accelerator
+               ):
+    "Move `model`'s parameters and gradients (FSDP2 shards: this rank's) to `device` in place, the same objects."
+    model.to(device)
+
+@torch.no_grad()
+def move_optimizer_state(opt:torch.optim.Optimizer, # its state filled by a step, or still empty
+                         device:torch.device, # where its state tensors go
+                        ):
+    "Move `opt`'s per-parameter state tensors (AdamW's moments) to `device` in place; the step counters stay."
+    for state in opt.state.values():
+        for k, v in state.items():
+            if torch.is_tensor(v) and k != 'step': state[k] = v.to(device)

@@ -4,34 +4,82 @@
 
 # %% ../nbs/10_launch.ipynb #493b9537
 from __future__ import annotations
-import sys
-from .config import Config, ConfigError, check_config, format_config, parse_overrides
-from .presets import preset_config
+import shutil, sys
+from pathlib import Path
+import omni_gspo.config
+from .config import (Config, ConfigError, check_config, config_error, format_config, parse_overrides,
+                              path_problem)
+from .presets import preset_config, preset_names
 from .data import DataError
+from .files import RunFolderError, RunLock
+from .files import atomic_path
+from .loggers import check_logger_packages
 from .platform import apply_env_defaults, check_hardware
+from .tasks.common import tasks
 
 # %% auto #0
-__all__ = ['USAGE', 'DEMO_STEPS', 'cli_config', 'ready_platform', 'plan_command', 'main', 'notebook_config', 'data_files']
+__all__ = ['DOCS', 'DEMO_STEPS', 'NOTEBOOKS', 'usage', 'cli_config', 'run_problems', 'checked_config', 'ready_platform',
+           'plan_command', 'main', 'notebook_config', 'data_files', 'recipe_notebooks', 'copy_notebooks',
+           'notebooks_command']
 
 # %% ../nbs/10_launch.ipynb #dc57c121
-USAGE = """usage: omni-gspo {train,config,plan} [recipe=NAME] [preset=NAME] [key=value ...]
+DOCS = 'https://omni-gspo.github.io/omni_gspo/config.html'   # the config page of the docs (settings.ini's doc_host)
+
+def usage()->str:
+    "The `--help` text: commands, the recipes and presets there are, and where every key is documented."
+    return f"""usage: omni-gspo {{train,config,plan}} [recipe=NAME] [preset=NAME] [key=value ...]
+       omni-gspo notebooks DEST
        omni-gspo [train|config|plan] --help
 
-  train    run GSPO training (defaults: tiny Qwen3-Omni thinker, generated gsm8k problems, CPU)
-  config   check the config (every problem at once, exit status 2) and print it
-  plan     print the memory plan per device, whether it fits, and the smallest change that would (exit 3: it does not)
+  train      run GSPO training (defaults: tiny Qwen3-Omni thinker, generated gsm8k problems, CPU)
+  config     check the config as train does (every problem at once, exit status 2) and print it
+  plan       print the memory plan per device, whether it fits, and the smallest change that would (exit 3: it does not)
+  notebooks  copy the recipe notebooks (train_*.ipynb, for Jupyter or papermill) into the folder DEST
+
+recipes: {', '.join(tasks())}   (recipe=NAME; default {omni_gspo.config.DEFAULT_RECIPE})
+presets: {preset_names()}   (preset=NAME with its recipe: an upstream launch script)
+keys:    `omni-gspo config` prints every key with its value; each key is documented by the comment after its field
+         in {Path(omni_gspo.config.__file__)} (nbs/00_config.ipynb), and at {DOCS}
 
 examples:
   omni-gspo train
   omni-gspo train recipe=gsm8k actor.optim.lr=2e-6 trainer.max_steps=10 hardware.device=gpu
   omni-gspo config data.train_file=train.parquet
   omni-gspo config recipe=avqa preset=gpu-lora     # the upstream 4-GPU AVQA script's values (presets: 00c_presets)
-  omni-gspo plan model.path=/ckpt/Qwen3-Omni-30B-A3B-Instruct hardware.device=gpu hardware.device_memory_gb=80"""
+  omni-gspo plan model.path=Qwen/Qwen3-Omni-30B-A3B-Instruct hardware.device=gpu hardware.device_memory_gb=80"""
 
-def cli_config(args:list[str]):
+def cli_config(args:list[str], # `recipe=NAME`, `preset=NAME` and dotted `key=value` overrides
+               check:bool=True, # run `check_config` on the result
+              ):
     "Config from CLI arguments: `recipe=NAME`, `preset=NAME` and dotted `key=value` overrides."
     ov = parse_overrides(args)
-    return preset_config(ov.pop('recipe', None), ov.pop('preset', ''), ov)
+    return preset_config(ov.pop('recipe', None), ov.pop('preset', ''), ov, check)
+
+def run_problems(cfg:Config, # a config whose keys and values parse
+                )->list[str]:
+    ("What `train` refuses in `cfg` beyond the config's own checks, found without loading anything: the run folder "
+     "and resume, loggers whose package is missing.")
+    out, problems = Path(cfg.trainer.output_dir), []
+    if cfg.trainer.resume != 'off' or out.exists():   # only then can the run folder refuse (trainer: a slow import)
+        from omni_gspo.trainer import resume_checkpoint, resumed_config, run_folder
+        try:
+            out = run_folder(cfg.trainer.output_dir, cfg.trainer.resume, 'now')
+            if out.is_dir(): RunLock(out).check()   # in use by another run: that first (`train` takes the lock)
+            if resume_checkpoint(out, cfg.trainer.resume, lambda s: None): resumed_config(cfg, out.absolute())
+        except ConfigError as e: problems += e.problems
+        except RunFolderError as e: problems.append(str(e))   # a damaged checkpoint, named (07c_checkpoint)
+    try: check_logger_packages(cfg.logging.loggers)
+    except ConfigError as e: problems += e.problems
+    return problems
+
+def checked_config(args:list[str], # the command's `key=value` arguments
+                  )->Config:
+    "`cli_config(args)`, or one `ConfigError` with every problem `train` would refuse it for (`run_problems` too)."
+    try: cfg, problems = cli_config(args), []
+    except ConfigError as e:   # a key or value that does not parse raises again here: nothing more can be checked
+        cfg, problems = cli_config(args, check=False), e.problems
+    if problems := problems + run_problems(cfg): raise config_error(problems)
+    return cfg
 
 def ready_platform(cfg:Config):
     "Stop with one line if this machine lacks `hardware.device`; else set its environment defaults. Returns `cfg`."
@@ -52,18 +100,20 @@ def plan_command(cfg:Config, # the config from the command line
 def main(argv:list[str]|None=None)->int:
     "Entry point of the `omni-gspo` console script; returns the exit status."
     args = sys.argv[1:] if argv is None else list(argv)
-    if not args or args[0] == 'help' or {'-h', '--help'} & set(args): print(USAGE); return 0
+    if not args or args[0] == 'help' or {'-h', '--help'} & set(args): print(usage()); return 0
     cmd, rest = args[0], args[1:]
     try:
+        if cmd == 'notebooks': return notebooks_command(rest)
         if cmd not in ('train', 'config', 'plan'):
-            raise ConfigError(f"unknown command {cmd!r}; expected 'train', 'config' or 'plan' (see omni-gspo --help)")
-        cfg = cli_config(rest)
+            raise ConfigError(f"unknown command {cmd!r}; expected 'train', 'config', 'plan' or 'notebooks' "
+                              "(see omni-gspo --help)")
+        cfg = checked_config(rest)
         if cmd == 'config': print(format_config(cfg)); return 0
         if cmd == 'plan': return plan_command(cfg, check_config)
         from omni_gspo.trainer import train
         train(ready_platform(cfg))
         return 0
-    except (ConfigError, DataError, FileNotFoundError) as e:
+    except (ConfigError, DataError, RunFolderError, FileNotFoundError, FileExistsError) as e:
         print(f'omni-gspo: error: {e}', file=sys.stderr)
         return 2
 
@@ -89,7 +139,6 @@ def notebook_config(recipe:str, # recipe name (`recipes()`)
 def data_files(cfg:Config)->dict[str, str]:
     "The RL parquet files behind `data.train_file` and `data.val_file` ('train', 'val'); generated data is built first."
     from omni_gspo.splits import generated_paths, generated_rl_file, generated_task
-    from omni_gspo.tasks.common import tasks
     d, out = cfg.data, {}
     for split, path, n, seed in (('train', d.train_file, d.generated_train_size, cfg.trainer.seed),
                                  ('val', d.val_file, d.generated_val_size, cfg.trainer.seed + 1)):
@@ -98,3 +147,35 @@ def data_files(cfg:Config)->dict[str, str]:
             raise DataError(f"data.{split}_file {path!r}: not a file; expected a path or one of {generated_paths()}")
         out[split] = str(generated_rl_file(task, split == 'val', n, seed)) if task else path
     return out
+
+# %% ../nbs/10_launch.ipynb #ef846a18
+NOTEBOOKS = 'notebooks'   # the package folder setup.py puts the recipe notebooks in
+
+def recipe_notebooks()->list[Path]:
+    "The recipe notebooks (`train_*.ipynb`): the installed package's, or those of the checkout it runs from (`nbs/`)."
+    pkg = Path(omni_gspo.config.__file__).parent
+    for d in (pkg/NOTEBOOKS, pkg.parent/'nbs'):
+        if found := sorted(d.glob('train_*.ipynb')): return found
+    raise FileNotFoundError(f"no recipe notebooks in {pkg/NOTEBOOKS} (an installed package) nor in {pkg.parent/'nbs'} "
+                            "(a checkout)")
+
+def copy_notebooks(dest:str|Path, # the folder to copy them into (made if missing)
+                  )->list[Path]:
+    "Copy the recipe notebooks into `dest`; if one is there already, copy none (`FileExistsError` naming them)."
+    if why := path_problem('notebooks DEST', str(dest)): raise ConfigError(why)
+    dest, nbs = Path(dest).expanduser(), recipe_notebooks()
+    if there := [str(dest/p.name) for p in nbs if (dest/p.name).exists()]:
+        raise FileExistsError(f"{', '.join(there)}: there already; copy into another folder, or move them away")
+    for p in nbs:
+        with atomic_path(dest/p.name) as tmp: shutil.copyfile(p, tmp)
+    return [dest/p.name for p in nbs]
+
+def notebooks_command(args:list[str], # the command's arguments: one folder
+                     )->int:
+    "`omni-gspo notebooks DEST`: copy the recipe notebooks into DEST and say how to run one."
+    if len(args) != 1 or '=' in args[0]:
+        raise ConfigError(f"omni-gspo notebooks: expected one folder to copy the recipe notebooks into, got {args}")
+    copied = copy_notebooks(args[0])
+    print('\n'.join(map(str, copied)))
+    print(f"run one: papermill {copied[0]} out.ipynb -p max_steps 10   (or open it in Jupyter)")
+    return 0

@@ -8,6 +8,7 @@ import configparser, importlib.util, json, math, netrc, os, sys, time
 from pathlib import Path
 from urllib.parse import urlsplit
 from .config import ConfigError, LOGGERS, LoggingConfig
+from .files import append_jsonl
 from .platform import dist_env
 
 # %% auto #0
@@ -23,7 +24,7 @@ class JsonlLogger:
     def log(self, metrics:dict, # metric name -> value of this step
             step:int, # training step
            ):
-        with open(self.path, 'a') as f: f.write(json.dumps({'training/global_step': step, **metrics}) + '\n')
+        append_jsonl(self.path, {'training/global_step': step, **metrics})   # whole or not at all (00_atomic)
     def close(self): "Nothing held open between steps."
 
 # %% ../nbs/08a_loggers.ipynb #a0fd3ffb
@@ -35,7 +36,7 @@ class ConsoleLogger:
     def log(self, metrics:dict, # metric name -> value of this step
             step:int, # training step
            ):
-        keys = [k for k in metrics if k in CONSOLE_KEYS or (k.startswith('val-core/') and k.endswith('@1'))]
+        keys = [k for k in metrics if k in CONSOLE_KEYS or (k.startswith('val-core/') and '/mean@' in k)]
         self.write(f'step {step}: ' + ' '.join(f'{k}={metrics[k]:.4g}' for k in keys))
     def close(self): "Nothing to close."
 
@@ -172,7 +173,7 @@ def dashboard_keys(rows:list[dict])->list[str]:
     "`CURVES`, then the validation accuracies, the step-time parts and the lower clip fraction present in `rows`."
     from omni_gspo.curves import CURVES
     seen = dict.fromkeys(k for r in rows for k in r)
-    extra = [k for k in seen if (k.startswith('val-core/') and k.endswith('@1'))
+    extra = [k for k in seen if (k.startswith('val-core/') and '/mean@' in k)
              or (k.startswith('timing_s/') and k != 'timing_s/step')]
     return list(dict.fromkeys([*CURVES, *sorted(extra), 'actor/pg_clipfrac_lower']))
 

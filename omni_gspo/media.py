@@ -10,13 +10,13 @@ import numpy as np
 import soundfile as sf
 import soxr
 from PIL import Image
-from .config import atomic_path
+from .files import atomic_path
 from .data import DataError, Example
 
 # %% auto #0
-__all__ = ['PLACEHOLDERS', 'PLACEHOLDER_RE', 'NO_VIDEO', 'SAMPLE_RATE', 'HOP', 'SOUNDFILE_MAGIC', 'content_parts', 'count_parts',
-           'parse_prompt', 'MediaError', 'load_image', 'pad_to_hop', 'wav_truncation', 'ffmpeg_exe', 'load_audio',
-           'png_bytes', 'write_wav', 'example_from_rl_row', 'rl_examples', 'collate_mm']
+__all__ = ['PLACEHOLDERS', 'PLACEHOLDER_RE', 'NO_VIDEO', 'WHITE', 'SAMPLE_RATE', 'HOP', 'SOUNDFILE_MAGIC', 'content_parts',
+           'count_parts', 'parse_prompt', 'MediaError', 'to_rgb', 'load_image', 'pad_to_hop', 'wav_truncation',
+           'ffmpeg_exe', 'load_audio', 'png_bytes', 'write_wav', 'example_from_rl_row', 'rl_examples', 'collate_mm']
 
 # %% ../nbs/02a_media.ipynb #dcaf9f51
 PLACEHOLDERS = {'<image>': 'image', '<audio>': 'audio', '<video>': 'video'}
@@ -70,13 +70,23 @@ def _payload(item, key:str):
     if not isinstance(item, dict): return item
     return next((item[k] for k in ('bytes', key, 'path') if item.get(k) is not None), None)
 
+WHITE = (255, 255, 255)   # what transparent pixels show, as in Qwen's loader
+
+def to_rgb(img:Image.Image, # any PIL image
+          )->Image.Image:
+    "`img` as RGB; an image with transparency (an alpha channel or a transparent palette entry) pasted onto white."
+    if not img.has_transparency_data: return img.convert('RGB')
+    rgba = img.convert('RGBA')
+    out = Image.new('RGB', img.size, WHITE); out.paste(rgba, mask=rgba.getchannel('A'))
+    return out
+
 def load_image(item, # {'bytes': ...}, {'image': path or PIL}, a path, raw bytes or a PIL image
                where:str, # e.g. 'train.parquet: row 3', for messages
                k:int=0, # position in the row's `images`, for messages
               )->Image.Image:
     "The image of an `images` item as an RGB PIL image (not resized)."
     loc, x = f"{where}, images[{k}]", _payload(item, 'image')
-    if isinstance(x, Image.Image): return x.convert('RGB')
+    if isinstance(x, Image.Image): return to_rgb(x)
     if isinstance(x, (bytes, bytearray)):
         src = io.BytesIO(x)
         label = f"{len(x)} image bytes" + (f" (from {item['path']!r})" if isinstance(item, dict) and item.get('path')
@@ -87,7 +97,7 @@ def load_image(item, # {'bytes': ...}, {'image': path or PIL}, a path, raw bytes
     else: raise MediaError('bad_image', f"{loc}: expected image bytes, a path, a PIL image, or a dict with 'bytes' or "
                                         f"'image', got {str(item)[:80]}")
     try:
-        with Image.open(src) as im: return im.convert('RGB')
+        with Image.open(src) as im: return to_rgb(im)
     except (OSError, SyntaxError, ValueError) as e:
         raise MediaError('bad_image', f"{loc}: {label} is not a readable image: {e}") from None
 

@@ -17,8 +17,8 @@ from transformers.modeling_flash_attention_utils import FLASH_ATTENTION_COMPATIB
 from transformers import (AutoConfig, AutoModelForCausalLM, AutoTokenizer, Qwen3OmniMoeConfig,
                           Qwen3OmniMoeThinkerForConditionalGeneration)
 from .moe import EXPERTS_IMPLEMENTATION
-from .tokenizer import CHAT_TEMPLATE, build_once, omni_processor
-from .config import ConfigError, TINY_KINDS, checkpoint_problem
+from .tokenizer import CHAT_TEMPLATE, build_once, checkpoint_processor, omni_processor
+from .config import ConfigError, TINY_KINDS, checkpoint_dir, checkpoint_problem
 from .tiny import tiny_model_dir
 
 # %% auto #0
@@ -123,7 +123,8 @@ def position_ids(self:CausalLMAdapter, model, # the loaded model (plain or wrapp
     return running_positions(attention_mask)
 
 @patch
-def processor(self:CausalLMAdapter, tok): "The media processor of the prompts (None: text only)."; return None
+def processor(self:CausalLMAdapter, tok, path=None):
+    "The media processor of the prompts (None: text only)."; return None
 @patch
 def banned_token_ids(self:CausalLMAdapter, model)->list[int]: "Token ids a response must never contain."; return []
 
@@ -218,7 +219,11 @@ class ThinkerAdapter(CausalLMAdapter):
                                                    experts_implementation=EXPERTS_IMPLEMENTATION)  # the lean backward
         m._no_split_modules = [self.TEXT_LAYER]
         return m
-    def processor(self, tok): return omni_processor(tok)
+    def processor(self, tok, # the checkpoint's tokenizer
+                  path=None, # the checkpoint folder: its own processor files where it has them; None: built in
+                 ):
+        "The prompts' processor: one object for the actor and the engine (`vllm_files`)."
+        return omni_processor(tok) if path is None else checkpoint_processor(path, tok)
     def banned_token_ids(self, model)->list[int]:
         """Every media-structure id the config names (pads, starts, ends): a response is text, and must not look like
         media."""
@@ -336,16 +341,17 @@ def fp32_residual_stream(model, # the loaded model, changed in place (hooks)
     return model
 
 # %% ../nbs/03b_model.ipynb #2fe00029
-def resolve_model_path(path:str, # `model.path`: a checkpoint folder or a name of `TINY_KINDS`
+def resolve_model_path(path:str, # `model.path`: a checkpoint folder, a Hub id, or a name of `TINY_KINDS`
                        warm_start_steps:int, # supervised steps of a tiny model's warm start (`model.warm_start_steps`)
                        key:str='model.path', # the config key naming it, for the message
                       )->Path:
     """The folder to load: a tiny model for a name of `TINY_KINDS` ('', 'tiny', 'tiny-qwen', 'tiny-omni'), else `path`
-    itself (which must exist)."""
+    itself (which must exist), or a Hub id's snapshot (`checkpoint_dir`: the Hugging Face cache, downloaded first where
+    the Hub is reachable)."""
     if path in TINY_KINDS: return tiny_model_dir(TINY_KINDS[path], warm_start_steps)
     # `check_config` found it already, unless it went away since
     if why := checkpoint_problem(key, path): raise FileNotFoundError(why)
-    return Path(path).expanduser()
+    return checkpoint_dir(key, path, fetch=True)
 
 def load_tokenizer(path:Path):
     "The tokenizer saved with the checkpoint at `path` (left padding; our chat template if it has none)."
@@ -417,7 +423,7 @@ def load_model(path:Path, # the checkpoint folder
 
 # %% ../nbs/03b_model.ipynb #45697638
 def noised_copy(src:Path, # checkpoint folder of the teacher
-                std:float=0.3, # noise scale, relative to each matrix's standard deviation
+                std:float=0.25, # noise scale, relative to each matrix's standard deviation (the seed's 25 %)
                 seed:int=0, # seed of the noise
                )->Path:
     "Folder of a copy of `src` whose text-decoder matrices are perturbed with Gaussian noise."

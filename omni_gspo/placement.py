@@ -9,12 +9,13 @@ from .config import Config, ConfigError
 from .platform import ray_bundle
 import time
 from fastcore.basics import patch
-from .step import ColocatedWorker
-from .separate import ActorRank, RolloutRank
+import torch
+from .step import ColocatedWorker, learn_step, sample_step
+from .separate import ActorRank, RolloutRank, TeacherRank, rollout_to, teacher_fetch
 
 # %% auto #0
-__all__ = ['RAY_PLACEMENT_TIMEOUT_S', 'FORWARDED_ENV', 'WorkerGroup', 'InProcessWorkers', 'RayRanks', 'RayWorkers',
-           'SeparateWorkers', 'make_workers']
+__all__ = ['RAY_PLACEMENT_TIMEOUT_S', 'FORWARDED_ENV', 'WorkerGroup', 'InProcessWorkers', 'RayRanks', 'teacher_group',
+           'RayWorkers', 'teacher_scores', 'SeparateWorkers', 'make_workers']
 
 # %% ../nbs/07d_placement.ipynb #2d73f94c
 class WorkerGroup:
@@ -128,25 +129,96 @@ class RayRanks(WorkerGroup):
         import ray
         return ray.get([getattr(w, method).remote(*a) for w, a in zip(self.workers, args)])
 
+def teacher_group(cfg:Config, # the run's config: algorithm.opd_teacher_devices
+                  pg, # the run's placement group
+                  bundle:dict, # one bundle's resources
+                  first:int, # the teacher ranks' first bundle (the ones after it follow)
+                  cwd:str, # the driver's working folder
+                 )->RayRanks:
+    "The `algorithm.opd_teacher_devices` `TeacherRank`s (`07e_separate`) on bundles `first`, `first + 1`, ... (or none)"
+    return RayRanks(_ray_ranks(TeacherRank, pg, bundle, [(first + t, (cfg, t, cwd))
+                                                         for t in range(cfg.algorithm.opd_teacher_devices)]))
+
+def _also_teachers(teachers:RayRanks, method:str)->list:
+    "The teacher ranks, for the trainer's calls a `TeacherRank` answers (`start`, `read_keys`, `close`)."
+    return teachers.workers if hasattr(TeacherRank, method) else []
+
 class RayWorkers(RayRanks):
-    "`world` colocated ranks as Ray actors, one per device, in one placement group."
+    "Colocated ranks as Ray actors, one per device, in one placement group; beside them a teacher group, if asked for."
     def __init__(self, cfg:Config, # the run's config
-                 world:int, # how many ranks (hardware.nnodes × hardware.gpus_per_node)
+                 world:int, # how many ranks (hardware.nnodes × hardware.gpus_per_node), teacher ranks included
                 ):
         self.started = _join_ray(world)
         self.pg, bundle = _reserve(cfg, world)
-        master, cwd = _free_address(self.pg), os.getcwd()
-        super().__init__(_ray_ranks(ColocatedWorker, self.pg, bundle, [(i, (cfg, i, world, master, cwd))
-                                                                       for i in range(world)]))
-    def close(self): _close_ray([self], self.pg, self.started)
+        master, cwd, n = _free_address(self.pg), os.getcwd(), world - cfg.algorithm.opd_teacher_devices
+        super().__init__(_ray_ranks(ColocatedWorker, self.pg, bundle, [(i, (cfg, i, n, master, cwd))
+                                                                       for i in range(n)]))
+        self.teachers = teacher_group(cfg, self.pg, bundle, n, cwd)
+    def call(self, method:str, # the ranks' method to call
+             *args, # its arguments, the same on every rank
+            )->list:
+        "`method(*args)` on every rank at once, the teacher ranks' results last (the calls they answer)."
+        import ray
+        return ray.get([getattr(w, method).remote(*args) for w in self.workers + _also_teachers(self.teachers, method)])
+    def close(self): _close_ray([self, self.teachers], self.pg, self.started)
+
+# %% ../nbs/07d_placement.ipynb #7ea0c002
+def teacher_scores(teachers:RayRanks, # the teacher group
+                   ros:list, # one `Rollout` (or a Ray reference to one) per actor rank, in rank order
+                  )->list:
+    "Ray references to the teacher's log-probs of each of `ros`, in their order: teacher rank t scores t, t + T, ..."
+    out = [None] * len(ros)
+    for t, w in enumerate(teachers.workers):
+        mine = range(t, len(ros), teachers.world)
+        got = w.score.options(num_returns=len(mine)).remote(*[ros[a] for a in mine])
+        for a, ref in zip(mine, got if len(mine) > 1 else [got]): out[a] = ref
+    return out
+
+@patch
+def sample(self:ColocatedWorker, step:int, # the training step
+           rows:list[int], # this rank's rows of the training prompts
+          ):
+    "`sample_step` on this rank's prompts `rows`, kept for `learn`; its rollout on the CPU (for the teacher group)."
+    self.sampled = sample_step(self.rollout, self.tok, [self.train_ps[i] for i in rows], self.cfg, step, self.rank,
+                               version=step - 1, dev=self.actor.device)   # the engine: the newest weights
+    return rollout_to(self.sampled.ro, torch.device('cpu'))
+
+@patch
+def learn(self:ColocatedWorker, step:int, # the training step
+          rows:list[int], # this rank's rows of the training prompts
+          teacher:list, # [a Ray reference to the teacher group's log-probs of the samples] (`teacher_scores`)
+          records_to=None, # run folder (rank 0): the step's records
+          data_file:str='', # the file the prompts came from, referenced by the records
+         )->dict:
+    "`learn_step` on the samples `sample` kept, the teacher's log-probs fetched when the update needs them."
+    s, self.sampled = self.sampled, None
+    return learn_step(self.actor, self.rollout, s, [self.train_ps[i] for i in rows], self.cfg, step, records_to,
+                      data_file, teacher_fetch(teacher, self.actor.device))
+
+@patch
+def step(self:RayWorkers, step:int, # the training step
+         shares_of, # step -> the actor ranks' rows of that step's prompts
+         records_to, # the run folder: actor rank 0 keeps the step's records there
+         data_file:str, # the file the prompts came from (`data_file_path`)
+        )->list[dict]:
+    "One training step (`WorkerGroup.step`); with a teacher group: `sample`, the teacher's scores, `learn`."
+    if not self.teachers.world: return WorkerGroup.step(self, step, shares_of, records_to, data_file)
+    import ray
+    shares = shares_of(step)
+    scores = teacher_scores(self.teachers, [w.sample.remote(step, s) for w, s in zip(self.workers, shares)])
+    return ray.get([w.learn.remote(step, s, [t], records_to if r == 0 else None, data_file)
+                    for r, (w, s, t) in enumerate(zip(self.workers, shares, scores))])
+
 
 # %% ../nbs/07d_placement.ipynb #9c0e1a02
 class SeparateWorkers(WorkerGroup):
-    "An actor group and a rollout group of Ray actors (`rollout.placement=separate`), and the staleness queue."
+    ("An actor group and a rollout group of Ray actors (`rollout.placement=separate`), the staleness queue; a teacher "
+     "group, if asked for.")
     def __init__(self, cfg:Config, # the run's config: rollout.devices of its devices for the rollout group
                 ):
         n, d = cfg.hardware.nnodes * cfg.hardware.gpus_per_node, cfg.rollout.devices
-        self.world, self.staleness, self.pending = n - d, cfg.trainer.max_staleness, None
+        T = cfg.algorithm.opd_teacher_devices   # a teacher group's ranks (0: none)
+        self.world, self.staleness, self.pending = n - d - T, cfg.trainer.max_staleness, None
         self.started = _join_ray(n)
         self.pg, bundle = _reserve(cfg, n)
         master, (host, port), cwd = _free_address(self.pg), _free_address(self.pg), os.getcwd()
@@ -155,18 +227,19 @@ class SeparateWorkers(WorkerGroup):
                                                                         for i in range(self.world)]))
         self.rollouts = RayRanks(_ray_ranks(RolloutRank, self.pg, bundle, [(self.world + j, (cfg, j, cwd, stream))
                                                                             for j in range(d)]))
+        self.teachers = teacher_group(cfg, self.pg, bundle, self.world + d, cwd)
     @property
     def samplers(self)->WorkerGroup: return self.rollouts
 
     def call(self, method:str, # the ranks' method to call
              *args, # its arguments, the same on every rank
             )->list:
-        "`method(*args)` on every rank, actor ranks' results first (`save`: on the actor ranks alone)."
+        "`method(*args)` on every rank, actor ranks' results first (`save`: on the actor ranks alone; teachers last)."
         import ray
         groups = [self.actors] if method == 'save' else [self.actors, self.rollouts]
-        refs = [getattr(w, method).remote(*args) for g in groups for w in g.workers]   # all at once: `start` meets
-        return ray.get(refs)                                                           # over the weight stream
-    def close(self): _close_ray([self.actors, self.rollouts], self.pg, self.started)
+        ranks = [w for g in groups for w in g.workers] + _also_teachers(self.teachers, method)
+        return ray.get([getattr(w, method).remote(*args) for w in ranks])   # all at once: `start` meets over the stream
+    def close(self): _close_ray([self.actors, self.rollouts, self.teachers], self.pg, self.started)
 
 # %% ../nbs/07d_placement.ipynb #9c0e1a03
 @patch
@@ -198,7 +271,9 @@ def step(self:SeparateWorkers, step:int, # the training step
         if self.staleness and step > 1: self._catch_up(step - 1)
     t = time.perf_counter(); got = ray.get(self.pending[1]); wait_rollout = time.perf_counter() - t
     samples = {a: s for r, ss in enumerate(got) for a, s in zip(range(r, len(shares), d), ss)}
-    learn = [w.step.remote(step, shares[a], samples[a], records_to if a == 0 else None, data_file)
+    scores = (teacher_scores(self.teachers, [samples[a].ro for a in range(len(shares))]) if self.teachers.world
+              else [None] * len(shares))
+    learn = [w.step.remote(step, shares[a], samples[a], records_to if a == 0 else None, data_file, [scores[a]])
              for a, w in enumerate(self.actors.workers)]
     ahead = shares_of(step + 1) if self.staleness else None
     self.pending = self._sample(step + 1, ahead) if ahead is not None else None   # before step's weights arrive

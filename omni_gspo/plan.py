@@ -17,9 +17,9 @@ from .fsdp import fsdp_units
 # %% auto #0
 __all__ = ['GIB', 'LOGITS_BYTES', 'ENTROPY_GRAD_BYTES', 'CUDA_CONTEXT_GB', 'ALLOCATOR_RESERVE', 'VLLM_RUNTIME_GB',
            'VLLM_ASLEEP_GB', 'LORA_KEYS', 'VLLM_ENGINES', 'OUTSIDE_TORCH', 'PART_ORDER', 'ModelSizes',
-           'layer_activation_elements', 'model_sizes', 'Shape', 'packs', 'shape_of', 'actor_parts', 'tensor_parallel',
-           'prefill_logits', 'engine_parts', 'MemoryPlan', 'device_memory', 'plan_memory', 'candidates', 'changed',
-           'suggestions', 'verdict', 'report', 'check_memory']
+           'layer_activation_elements', 'model_sizes', 'Shape', 'packs', 'actor_ranks', 'shape_of', 'actor_parts',
+           'tensor_parallel', 'prefill_logits', 'engine_parts', 'teacher_sizes', 'teacher_parts', 'MemoryPlan',
+           'device_memory', 'plan_memory', 'candidates', 'changed', 'suggestions', 'verdict', 'report', 'check_memory']
 
 # %% ../nbs/08b_plan.ipynb #da4a8453
 GIB = 2**30
@@ -113,7 +113,7 @@ def model_sizes(cfg:Config)->ModelSizes:
 @dataclass
 class Shape:
     "How much of the work one device holds at once."
-    world: int                      # ranks
+    world: int                      # ranks that train
     shard: int                      # the factor FSDP shards the resident parts by (1 without FSDP)
     seq: int                        # tokens of the longest row: prompt + response
     micro_rows: int                 # rows of one micro-batch
@@ -126,10 +126,15 @@ def packs(c:dict)->bool:
     mode = c['actor']['packing']
     return mode == 'on' or (mode == 'auto' and varlen_attention(c['model']['attn_implementation']))
 
+def actor_ranks(c:dict)->int:
+    "The ranks that train: `hardware.nnodes × gpus_per_node`, less a teacher group's (`algorithm.opd_teacher_devices`)."
+    h, o = c['hardware'], c['algorithm']
+    return h['nnodes'] * h['gpus_per_node'] - (o['opd_teacher_devices'] if o['opd_teacher'] else 0)
+
 def shape_of(c:dict)->Shape:
     "The worst-case shape of a step under the config dict `c` (`config_dict`)."
     h, a, r, d = c['hardware'], c['actor'], c['rollout'], c['data']
-    world = h['nnodes'] * h['gpus_per_node']
+    world = actor_ranks(c)
     seq = d['max_prompt_length'] + r['response_length']
     mb_rows, budget = max(1, a['ppo_mini_batch_size'] * r['n'] // world), a['ppo_max_token_len_per_gpu']
     rows = min(mb_rows, max(1, budget // seq))
@@ -190,6 +195,27 @@ def engine_parts(s:ModelSizes, # the policy's sizes (`model_sizes`)
     return {'vLLM weights': weights, 'vLLM activations + CUDA graphs': graphs,
             'KV cache': None if share is None else share - weights - graphs}
 
+# %% ../nbs/08b_plan.ipynb #7eac0002
+def teacher_sizes(cfg:Config)->ModelSizes|None:
+    "The sizes of the distillation teacher (`algorithm.opd_teacher`), every weight frozen; None without a teacher."
+    c = config_dict(cfg)
+    path, m = c['algorithm']['opd_teacher'], c['model']
+    if not path: return None
+    frozen = m | {'lora_rank': 0, 'freeze_vision_tower': True, 'freeze_audio_tower': True}
+    lora = tuple((k, tuple(frozen[k]) if isinstance(frozen[k], list) else frozen[k]) for k in LORA_KEYS)
+    return _sizes(str(resolve_model_path(path, m['warm_start_steps'], 'algorithm.opd_teacher')), m['dtype'], lora)
+
+def teacher_parts(t:ModelSizes, # the teacher's sizes (`teacher_sizes`)
+                  c:dict, # the config as a dict (`config_dict`)
+                  sh:Shape, # what one device holds at once (`shape`)
+                 )->dict[str, float]:
+    "Bytes of the teacher on a device: its weights, and while it scores a logits chunk and one layer's activations."
+    m = c['model']
+    head32 = t.vocab * t.hidden * 4 if m['dtype'] != 'float32' and m['fp32_logits'] else 0
+    return {'teacher weights': t.frozen + t.towers + t.trainable + head32,
+            'teacher scoring': sh.logit_positions * t.vocab * LOGITS_BYTES + sh.micro_tokens * t.layer_act_per_token}
+
+
 # %% ../nbs/08b_plan.ipynb #7f88f254
 OUTSIDE_TORCH = ('CUDA context', 'allocator reserve')   # parts torch's `max_memory_allocated` does not count
 
@@ -204,12 +230,14 @@ class MemoryPlan:
     seq: int = 0                    # tokens one row needs
     world: int = 1                  # ranks
     suggestions: list[tuple[str, float]] = field(default_factory=list)   # (change, its peak GiB) that fit
+    teacher: dict[str, float] = field(default_factory=dict)   # part -> GiB of a teacher rank while it scores; {}: none
     @property
-    def peak_gb(self)->float: return max(sum(self.update.values()), sum(self.generate.values()))
+    def peak_gb(self)->float: return max(sum(d.values()) for d in (self.update, self.generate, self.teacher))
     @property
     def allocated_gb(self)->float:
         "The peak as torch counts it (`max_memory_allocated`): without the CUDA context and the allocator's reserve."
-        return max(sum(v for k, v in d.items() if k not in OUTSIDE_TORCH) for d in (self.update, self.generate))
+        return max(sum(v for k, v in d.items() if k not in OUTSIDE_TORCH)
+                   for d in (self.update, self.generate, self.teacher))
     @property
     def fits(self)->bool|None:
         "True or False against `device_gb`; None when it is unknown."
@@ -227,7 +255,10 @@ def _phases(s:ModelSizes, c:dict, device:float|None)->tuple[dict, dict, float|No
     vllm = c['rollout']['engine'] in VLLM_ENGINES
     update = act | {'vLLM asleep': VLLM_ASLEEP_GB * GIB if vllm else 0, 'CUDA context': ctx,
                     'allocator reserve': ALLOCATOR_RESERVE * transient}
-    gen = {k: act[k] for k in resident} | {'CUDA context': ctx}
+    a = c['actor']   # verl's offloads: parameters and/or optimizer states in host memory while the engine generates
+    away = (('actor weights', 'towers', 'trainable masters') if a['param_offload'] else ()) + \
+           (('optimizer states',) if a['optimizer_offload'] else ())
+    gen = {k: act[k] for k in resident if k not in away} | {'CUDA context': ctx}
     if vllm: gen |= {k: v for k, v in eng.items() if v is not None}
     else:
         gen |= {'FSDP gathered units': act['FSDP gathered units']} | eng
@@ -235,6 +266,16 @@ def _phases(s:ModelSizes, c:dict, device:float|None)->tuple[dict, dict, float|No
     kv = eng['KV cache'] / s.kv_bytes_per_token * tensor_parallel(c) if vllm and eng['KV cache'] is not None else None
     gib = lambda d: {k: v / GIB for k, v in d.items()}
     return gib(update), gib(gen), kv, sh
+
+def _teacher_phase(t:ModelSizes|None, c:dict, sh:Shape, update:dict, gen:dict)->dict:
+    "A colocated teacher's weights into both phases (GiB); a teacher group's rank as a phase of its own (or {})."
+    if t is None: return {}
+    parts = teacher_parts(t, c, sh)
+    if not c['algorithm']['opd_teacher_devices']:
+        update['teacher weights'] = gen['teacher weights'] = parts['teacher weights'] / GIB; return {}
+    ctx = CUDA_CONTEXT_GB * GIB if c['hardware']['device'] != 'cpu' else 0
+    own = parts | {'CUDA context': ctx, 'allocator reserve': ALLOCATOR_RESERVE * parts['teacher scoring']}
+    return {k: v / GIB for k, v in own.items()}
 
 # %% ../nbs/08b_plan.ipynb #09777eb6
 def device_memory(cfg:Config)->tuple[float|None, str]:
@@ -256,7 +297,8 @@ def plan_memory(cfg:Config, # the run's config
     device, source = device_memory(cfg)
     c = config_dict(cfg)
     update, gen, kv, sh = _phases(model_sizes(cfg), c, device)
-    p = MemoryPlan(update, gen, device, source, kv, sh.seq, sh.world)
+    teacher = _teacher_phase(teacher_sizes(cfg), c, sh, update, gen)
+    p = MemoryPlan(update, gen, device, source, kv, sh.seq, sh.world, teacher=teacher)
     if suggest and p.fits is False: p.suggestions = suggestions(cfg, check)
     return p
 
@@ -275,8 +317,16 @@ def candidates(cfg:Config)->list[tuple[str, list[dict]]]:
         u = r['vllm']['gpu_memory_utilization']
         shares = [round(u - 0.05 * i, 2) for i in range(1, int(u / 0.05))]
         out.append(('vLLM memory share', [{'rollout.vllm.gpu_memory_utilization': s} for s in shares]))
-    if not a['fsdp_cpu_offload']: out.append(('offload', [{'actor.fsdp': True, 'actor.fsdp_cpu_offload': True}]))
+    phases = {'actor.param_offload': True, 'actor.optimizer_offload': True}   # verl's: off the device during generation
+    if r['engine'] in VLLM_ENGINES and not a['fsdp_cpu_offload'] and any(not a[k.split('.')[1]] for k in phases):
+        out.append(('offload between phases', [phases]))
+    if not a['fsdp_cpu_offload']:   # the phase offloads do nothing under it
+        out.append(('offload', [{'actor.fsdp': True, 'actor.fsdp_cpu_offload': True}
+                                | {k: False for k in phases if a[k.split('.')[1]]}]))
     g, n = h['gpus_per_node'], h['nnodes']
+    if c['algorithm']['opd_teacher'] and not c['algorithm']['opd_teacher_devices']:   # as many devices again, its own
+        grow = {'hardware.gpus_per_node': 2 * g} if n == 1 and 2 * g <= 8 else {'hardware.nnodes': 2 * n}
+        out.append(('teacher devices', [grow | {'algorithm.opd_teacher_devices': n * g}]))
     more = [{'hardware.gpus_per_node': k, 'actor.fsdp': True} for k in (2, 4, 8) if k > g] if n == 1 else []
     more += [{'hardware.nnodes': k, 'hardware.gpus_per_node': max(g, 8), 'actor.fsdp': True}
              for k in (2, 4, 8) if k > n]
@@ -316,7 +366,7 @@ def suggestions(cfg:Config, # a config whose plan does not fit
 # %% ../nbs/08b_plan.ipynb #a994a47e
 PART_ORDER = ('actor weights', 'towers', 'trainable masters', 'gradients', 'optimizer states', 'FSDP gathered units',
               'activations', 'logits / entropy chunk', 'vLLM weights', 'vLLM activations + CUDA graphs', 'KV cache',
-              'prefill logits',               'vLLM asleep', 'CUDA context', 'allocator reserve')
+              'prefill logits', 'teacher weights', 'teacher scoring', 'vLLM asleep', 'CUDA context', 'allocator reserve')
 
 def _cell(d:dict, k:str)->str: return f"{d[k]:9.2f}" if k in d else f"{'-':>9}"
 
@@ -334,18 +384,20 @@ def verdict(p:MemoryPlan)->str:
 # %% ../nbs/08b_plan.ipynb #c4ccdc5c
 def report(p:MemoryPlan)->str:
     "The plan as a table of GiB per device and part, its verdict and the changes that would make it fit."
+    phases = {'update': p.update, 'generate': p.generate} | ({'teacher': p.teacher} if p.teacher else {})
     lines = [f"memory plan, GiB per device ({p.world} device{'s' if p.world > 1 else ''}):",
-             f"  {'part':34}{'update':>9}{'generate':>9}"]
-    parts = [k for k in PART_ORDER if k in p.update or k in p.generate]
-    lines += [f"  {k:34}{_cell(p.update, k)}{_cell(p.generate, k)}" for k in parts]
-    lines += [f"  {'total':34}{sum(p.update.values()):9.2f}{sum(p.generate.values()):9.2f}"]
+             f"  {'part':34}" + ''.join(f"{h:>9}" for h in phases)]
+    parts = [k for k in PART_ORDER if any(k in d for d in phases.values())]
+    lines += [f"  {k:34}" + ''.join(_cell(d, k) for d in phases.values()) for k in parts]
+    lines += [f"  {'total':34}" + ''.join(f"{sum(d.values()):9.2f}" for d in phases.values())]
     if p.kv_tokens is not None: lines.append(f"  vLLM KV cache: {max(p.kv_tokens, 0):,.0f} tokens (a row: {p.seq})")
     lines.append(verdict(p))
     if p.fits is False and p.suggestions:
         lines += ['it would fit with (the first is the smallest change):']
         lines += [f"  {s}   (peak {g:.2f} GiB)" for s, g in p.suggestions]
     elif p.fits is False:
-        lines.append('no single change (micro-batch tokens, checkpointing, memory share, offload, devices) fits')
+        lines.append('no single change (micro-batch tokens, checkpointing, memory share, offload, teacher devices, '
+                     'devices) fits')
     return '\n'.join(lines)
 
 def check_memory(cfg:Config, # the run's config

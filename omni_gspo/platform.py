@@ -15,13 +15,14 @@ from .config import ConfigError
 
 # %% auto #0
 __all__ = ['HARDWARE', 'DEVICE_TYPE', 'VISIBLE_DEVICES', 'DIST_BACKEND', 'RAY_RESOURCES', 'REDUCE_OPS', 'BACKEND_DEVICE',
-           'ENV_DEFAULTS', 'COMPILE_CACHES', 'VLLM_ENV_DEFAULTS', 'VLLM_CPU_ENV_DEFAULTS', 'PlatformError',
-           'npu_module', 'check_hardware', 'DistEnv', 'dist_env', 'torch_device', 'device_count', 'dist_backend',
-           'ensure_process_group', 'visible_devices_var', 'ray_bundle', 'side_group', 'world_size', 'rank',
-           'all_reduce_values', 'reset_allocator_peak', 'private_pool_gib', 'allocator_peak_gib', 'device_used_gib',
-           'device_memory_gb', 'release_cached_memory', 'expandable_segments', 'kept_rng', 'seeded_rng',
-           'fp32_gemm_sums', 'compile_cache_env', 'apply_env_defaults', 'cuda_available', 'ipc_collect',
-           'vllm_env_defaults']
+           'ENV_DEFAULTS', 'COMPILE_CACHES', 'VLLM_ENV_DEFAULTS', 'VLLM_DEVICE_ENV_DEFAULTS', 'VLLM_PLATFORM_PLUGINS',
+           'GRAPH_CAPTURE_SIZES', 'PlatformError', 'npu_module', 'check_hardware', 'DistEnv', 'dist_env',
+           'torch_device', 'device_count', 'dist_backend', 'ensure_process_group', 'visible_devices_var', 'ray_bundle',
+           'side_group', 'world_size', 'rank', 'all_reduce_values', 'reset_allocator_peak', 'private_pool_gib',
+           'allocator_peak_gib', 'device_used_gib', 'device_memory_gb', 'release_cached_memory', 'expandable_segments',
+           'kept_rng', 'seeded_rng', 'fp32_gemm_sums', 'compile_cache_dirs', 'compile_cache_env', 'compile_caches',
+           'apply_env_defaults', 'cuda_available', 'ipc_collect', 'vllm_env_defaults', 'check_vllm_platform',
+           'vllm_device_settings']
 
 # %% ../nbs/00a_platform.ipynb #4e1f3981
 HARDWARE = ('cpu', 'gpu', 'npu')
@@ -267,14 +268,34 @@ ENV_DEFAULTS = {'cpu': {'TOKENIZERS_PARALLELISM': 'false'},
 
 COMPILE_CACHES = {'TORCHINDUCTOR_CACHE_DIR': 'inductor', 'TRITON_CACHE_DIR': 'triton'}   # torch.compile's caches
 
-def compile_cache_env(env=None # a mapping like `os.environ` (default: `os.environ`)
-                     )->dict[str, str]:
-    "Set torch.compile's cache folders in `env` where unset, under `$OMNI_GSPO_CACHE/compile`; return what was set."
+def compile_cache_dirs(env=None # a mapping like `os.environ` (default: `os.environ`)
+                      )->dict[str, str]:
+    "torch.compile's cache variables and the project's folders for them, under `$OMNI_GSPO_CACHE/compile`."
     env = os.environ if env is None else env
     root = Path(env.get('OMNI_GSPO_CACHE') or Path.home()/'.cache'/'omni_gspo')/'compile'
-    new = {k: str(root/sub) for k, sub in COMPILE_CACHES.items() if k not in env}
+    return {k: str(root/sub) for k, sub in COMPILE_CACHES.items()}
+
+def compile_cache_env(env=None # a mapping like `os.environ` (default: `os.environ`)
+                     )->dict[str, str]:
+    "Set torch.compile's cache folders in `env` where unset (`compile_cache_dirs`); return what was set."
+    env = os.environ if env is None else env
+    new = {k: v for k, v in compile_cache_dirs(env).items() if k not in env}
     env.update(new)
     return new
+
+@contextmanager
+def compile_caches(env=None # a mapping like `os.environ` (default: `os.environ`)
+                  ):
+    "Within: torch.compile's caches in the project's folders (`compile_cache_dirs`); after: as they were."
+    env = os.environ if env is None else env
+    dirs = compile_cache_dirs(env)
+    before = {k: env.get(k) for k in dirs}
+    env.update(dirs)
+    try: yield dirs
+    finally:
+        for k, v in before.items():
+            if v is None: env.pop(k, None)
+            else: env[k] = v
 
 def apply_env_defaults(hardware:str, # `hardware.device`: a key of `ENV_DEFAULTS`
                        env=None, # a mapping like `os.environ` (default: `os.environ`)
@@ -296,14 +317,50 @@ def ipc_collect(device:torch.device # the device of tensors shared with another 
     if device.type == 'cuda': torch.cuda.ipc_collect()
 
 VLLM_ENV_DEFAULTS = {'VLLM_ENABLE_V1_MULTIPROCESSING': '0'}   # an in-process engine: its worker is this process
-VLLM_CPU_ENV_DEFAULTS = {'VLLM_CPU_KVCACHE_SPACE': '1'}        # GiB of KV cache on a CPU; vLLM's default is 4
+VLLM_DEVICE_ENV_DEFAULTS = {'cpu': {'VLLM_CPU_KVCACHE_SPACE': '1'},   # GiB of KV cache on a CPU; vLLM's default is 4
+                            # the Ascend scripts' setting (see below)
+                            'npu': {'VLLM_ASCEND_ENABLE_NZ': '0'}}
 
-def vllm_env_defaults(env=None # a mapping like `os.environ` (default: `os.environ`)
+def vllm_env_defaults(device_type:str, # the engine's device's `type` ('cpu', 'cuda', 'npu'): its platform's defaults
+                      env=None # a mapping like `os.environ` (default: `os.environ`)
                      )->dict[str, str]:
     ("Set vLLM's defaults for an in-process engine in `env` where unset (before `vllm` is imported); return what was "
      "set.")
     env = os.environ if env is None else env
-    want = VLLM_ENV_DEFAULTS | ({} if cuda_available() else VLLM_CPU_ENV_DEFAULTS)
+    want = VLLM_ENV_DEFAULTS | VLLM_DEVICE_ENV_DEFAULTS.get(device_type, {})
     new = {k: v for k, v in want.items() if k not in env}
     env.update(new)
     return new
+
+# %% ../nbs/00a_platform.ipynb #e417861f
+VLLM_PLATFORM_PLUGINS = {'npu': ('vllm_ascend', 'vllm-ascend')}   # hardware -> (vLLM's platform plugin, its package)
+# capture sizes where none are configured (None: vLLM's own list); Ascend: verl-omni's sparse list (see above)
+GRAPH_CAPTURE_SIZES = {'gpu': None, 'npu': [1, 2, 4, 16, 64, 128, 512, 1024, 2048, 3072, 4096]}
+
+def _installed(module:str)->bool:
+    "Whether `import module` can work (a name set to None in `sys.modules` cannot, as in `no_torch_npu`)."
+    import sys, importlib.util
+    if module in sys.modules: return sys.modules[module] is not None
+    return importlib.util.find_spec(module) is not None
+
+def check_vllm_platform(hardware:str # `hardware.device`: 'cpu', 'gpu' or 'npu'
+                       ):
+    "Raise `PlatformError` (one line) if vLLM cannot run on `hardware` on this machine: its platform plugin is missing."
+    if _known(hardware) not in VLLM_PLATFORM_PLUGINS: return
+    module, package = VLLM_PLATFORM_PLUGINS[hardware]
+    if not _installed(module):
+        raise PlatformError(f"vLLM on hardware.device={hardware!r} runs through its platform plugin {module}, which is "
+                            f"not installed: pip install {package} (the release matching your vllm and CANN)")
+
+def vllm_device_settings(hardware:str, # `hardware.device`: 'cpu', 'gpu' or 'npu'
+                         memory_share:float, # `rollout.vllm.gpu_memory_utilization`: vLLM's share of the device
+                         graphs:bool, # capture graphs for the decode steps (False: eager)
+                         capture_sizes:list[int], # batch sizes to capture ([]: the platform's default)
+                        )->dict:
+    "`vllm.LLM`'s device arguments on `hardware`: its memory share, eager or graphs and their sizes (a CPU: eager)."
+    if _known(hardware) == 'cpu': return {'enforce_eager': True}
+    kw = {'gpu_memory_utilization': memory_share, 'enforce_eager': not graphs}
+    sizes = sorted(capture_sizes) or GRAPH_CAPTURE_SIZES[hardware]
+    if graphs and sizes: kw['compilation_config'] = {'cudagraph_capture_sizes': sizes}
+    return kw
+

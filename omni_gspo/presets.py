@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 from .config import DEFAULT_RECIPE, Config, ConfigError, build_config, get_key, inert_keys, parse_overrides
 
 # %% auto #0
-__all__ = ['UPSTREAM', 'PRESETS', 'CHECKPOINT', 'Preset', 'preset_names', 'get_preset', 'preset_config', 'missing_features',
-           'preset_commands']
+__all__ = ['UPSTREAM', 'PRESETS', 'CHECKPOINT', 'Preset', 'preset_names', 'get_preset', 'preset_config', 'preset_commands']
 
 # %% ../nbs/00c_presets.ipynb #4b70914d
 UPSTREAM = 'verl-project/verl-omni examples/gspo_trainer/qwen3_omni/'
@@ -24,13 +23,15 @@ class Preset:
 _GSPO = {'model.dtype': 'bfloat16', 'data.train_batch_size': 128, 'rollout.n': 16, 'actor.ppo_mini_batch_size': 16,
          'algorithm.policy_loss': 'gspo', 'algorithm.clip_ratio_low': 3e-4, 'algorithm.clip_ratio_high': 4e-4,
          'algorithm.loss_agg_mode': 'seq-mean-token-mean', 'actor.optim.grad_clip': 1.0, 'actor.fsdp': True,
-         'actor.activation_checkpointing': True,
+         'actor.activation_checkpointing': True, 'actor.param_offload': True, 'actor.optimizer_offload': True,
          'rollout.engine': 'vllm', 'rollout.tensor_parallel_size': 2, 'hardware.nnodes': 1,
          'trainer.max_steps': 0, 'trainer.total_epochs': 10, 'trainer.save_freq': 50, 'trainer.test_freq': 10}
 _LORA = _GSPO | {'hardware.device': 'gpu', 'hardware.gpus_per_node': 4, 'model.lora_rank': 32, 'model.lora_alpha': 64,
                  'model.target_modules': ['q_proj', 'k_proj', 'v_proj', 'o_proj'], 'actor.optim.lr': 3e-6,
                  'actor.optim.weight_decay': 0.01, 'rollout.vllm.gpu_memory_utilization': 0.8,
-                 'rollout.vllm.max_num_seqs': 1024, 'logging.loggers': ['console', 'wandb']}
+                 'rollout.vllm.max_num_seqs': 1024, 'logging.loggers': ['console', 'wandb'],
+                 'rollout.val.n': 1, 'rollout.val.temperature': 1.0, 'rollout.val.top_p': 0.7,
+                 'actor.compile': True}
 _LONG = {'data.max_prompt_length': 4096, 'rollout.response_length': 12288}
 _MMK12 = _LORA | _LONG | {'actor.ppo_max_token_len_per_gpu': 30720}
 
@@ -44,14 +45,14 @@ PRESETS = {  # (preset, recipe) -> Preset
         'rollout.vllm.cudagraph_capture_sizes': [1, 2, 4, 8, 16, 32, 64, 128, 256]}),
     ('npu-full', 'avqa'): Preset('run_qwen3_omni_thinker_gspo_npu_avqa_v1.sh', _GSPO | _LONG | {
         'hardware.device': 'npu', 'hardware.gpus_per_node': 16, 'model.lora_rank': 0, 'actor.optim.lr': 1e-6,
-        'model.freeze_vision_tower': True, 'model.freeze_audio_tower': True,
-        'actor.optim.weight_decay': 0.1, 'actor.fsdp_cpu_offload': True, 'actor.ppo_max_token_len_per_gpu': 20480,
+        'model.freeze_vision_tower': False, 'model.freeze_audio_tower': False,   # verl trains both (see above)
+        'actor.optim.weight_decay': 0.1, 'actor.ppo_max_token_len_per_gpu': 20480,
         'actor.logits_chunk_tokens': 2048, 'actor.compile': False, 'model.attn_implementation': 'sdpa',
         'rollout.vllm.gpu_memory_utilization': 0.6, 'rollout.vllm.max_num_seqs': 128, 'trainer.seed': 42,
+        'rollout.val.n': 1, 'rollout.val.temperature': 0.0, 'trainer.val_before_train': True,
         'logging.loggers': ['console', 'tensorboard']}),
     ('opd-lora', 'mmk12'): Preset('run_qwen3_omni_thinker_gspo_lora_mmk12_v1_opd.sh', _MMK12 | {
-        'hardware.gpus_per_node': 8, 'algorithm.opd_coef': 1.0, 'logging.loggers': ['console', 'tensorboard'],
-        'rollout.vllm.cudagraph_capture_sizes': [1, 2, 4, 16, 64, 128, 512, 1024, 2048, 3072, 4096]},
+        'hardware.gpus_per_node': 8, 'algorithm.opd_coef': 1.0, 'logging.loggers': ['console', 'tensorboard']},
         same_as={'algorithm.opd_teacher': 'model.path'}),
 }
 
@@ -73,9 +74,10 @@ def get_preset(preset:str, # preset name, a key of `PRESETS` with `recipe`
 def preset_config(recipe:str|None=None, # recipe name (`recipes()`); None: `DEFAULT_RECIPE`, as in `build_config`
                   preset:str='', # preset name ('' = none: the recipe as is)
                   overrides:list|dict=(), # the user's `['key=value', ...]` or `{'key': value}`, beating the preset
+                  check:bool=True, # run `check_config` on the result, as in `build_config`
                   **extra): # dotted keys applied last, as in `build_config`
     "Defaults → recipe → preset → overrides → extra args; the preset's keys the user's choices make inert are left out."
-    if not preset: return build_config(recipe, overrides, **extra)
+    if not preset: return build_config(recipe, overrides, check, **extra)
     p = get_preset(preset, recipe or DEFAULT_RECIPE)
     user = (overrides if isinstance(overrides, dict) else parse_overrides(list(overrides))) | extra
     draft = build_config(recipe, p.overrides | user, check=False)
@@ -84,16 +86,7 @@ def preset_config(recipe:str|None=None, # recipe name (`recipes()`); None: `DEFA
         raise ConfigError(f"preset {preset!r}: {missing[0]} is empty; "
                           f"set it (or {p.same_as[missing[0]]}) to a checkpoint")
     inert = inert_keys(build_config(recipe, ov | user, check=False), set(ov) - set(user))
-    return build_config(recipe, {k: v for k, v in ov.items() if k not in inert} | user)
-
-# %% ../nbs/00c_presets.ipynb #7fe88c6d
-def missing_features(cfg:Config)->list[str]:
-    "What `cfg` asks for that this project cannot run yet: `train` refuses it with these messages."
-    r, out = cfg.rollout, []
-    if cfg.hardware.device == 'npu' and r.engine != 'hf':
-        out.append(f"rollout.engine={r.engine!r} on hardware.device='npu': the vLLM engines are wired for CUDA and "
-                   "CPU only (vllm-ascend is not; the memory share and graphs would be ignored); set rollout.engine=hf")
-    return out
+    return build_config(recipe, {k: v for k, v in ov.items() if k not in inert} | user, check)
 
 # %% ../nbs/00c_presets.ipynb #c204ece6
 CHECKPOINT = 'Qwen3-Omni-30B-A3B-Instruct'   # the folder the README's commands name (the released checkpoint's name)

@@ -4,17 +4,19 @@
 
 # %% ../nbs/07a_records.ipynb #c820fb68
 from __future__ import annotations
-import random
+import hashlib, json, os, random
 from pathlib import Path
 import pandas as pd
 import torch
 from .data import DataError, write_rows
+from .files import atomic_write_text
 from .splits import generated_rl_file, generated_task
 from .tasks.common import tasks
 
 # %% auto #0
-__all__ = ['RECORD_COLUMNS', 'RECORDS_DIR', 'data_file_path', 'prompt_text', 'reward_parts', 'pick_groups', 'rollout_records',
-           'record_path', 'write_rollout_records', 'record_steps', 'drop_rollout_records', 'read_rollout_records']
+__all__ = ['RECORD_COLUMNS', 'RECORDS_DIR', 'DATA_FILES', 'data_file_path', 'prompt_text', 'reward_parts', 'pick_groups',
+           'rollout_records', 'record_path', 'write_rollout_records', 'record_steps', 'drop_rollout_records',
+           'read_rollout_records', 'data_identity', 'data_changes', 'record_data_files']
 
 # %% ../nbs/07a_records.ipynb #313c2319
 def data_file_path(path:str, # `data.train_file` or `data.val_file`
@@ -143,3 +145,35 @@ def read_rollout_records(run_dir:str|Path, # a run folder (`trainer.output_dir`)
     for s in todo:
         with open(record_path(run_dir, s), 'rb') as f: dfs.append(pd.read_parquet(f))   # one open: one version
     return pd.concat(dfs, ignore_index=True) if dfs else pd.DataFrame(columns=RECORD_COLUMNS)
+
+# %% ../nbs/07a_records.ipynb #7dc638a9
+DATA_FILES = 'data_files.json'   # in the run folder: the identity of each data file the run reads
+
+def data_identity(paths:list[str], # the files the run reads (`data_file_path`); '' (made in memory) is skipped
+                 )->dict[str, dict]:
+    "Each file's size and SHA-256, by its path."
+    def one(p):
+        with open(p, 'rb') as f:   # one open: size and bytes of the same file
+            return {'size': os.fstat(f.fileno()).st_size, 'sha256': hashlib.file_digest(f, 'sha256').hexdigest()}
+    return {p: one(p) for p in dict.fromkeys(paths) if p}
+
+def data_changes(saved:dict, # the identity the run recorded (`data_identity`)
+                 now:dict, # the identity of the files this start reads
+                )->list[str]:
+    ("What differs between two identities, one item per file both hold (which files a run reads is the config's "
+     "business: `data.train_file`, and the validation file only when it validates).")
+    out = []
+    for p in (p for p in now if p in saved and saved[p] != now[p]):
+        a, b = saved[p], now[p]
+        out.append(f"{p}: {a['size']} bytes, sha256 {a['sha256'][:12]}… -> "
+                   f"{b['size']} bytes, sha256 {b['sha256'][:12]}…")
+    return out
+
+def record_data_files(run_dir:str|Path, # the run folder
+                      identity:dict, # `data_identity` of the files this start reads
+                      fresh:bool, # a new run: forget what the folder recorded before
+                     ):
+    "Add `identity` to the run's `data_files.json` (rewritten atomically): every file the run has read."
+    path = Path(run_dir)/DATA_FILES
+    old = {} if fresh or not path.exists() else json.loads(path.read_text())
+    atomic_write_text(path, json.dumps(old | identity, indent=1) + '\n')

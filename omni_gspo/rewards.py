@@ -9,13 +9,15 @@ from collections import deque
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Callable
+import numpy as np
 from .config import ConfigError, RewardConfig, custom_function_problem
 from .tasks.common import tasks
 from .tasks.mmk12 import math_equal
 
 # %% auto #0
-__all__ = ['NAMED_REWARDS', 'task_rewards', 'default_reward', 'ascii_fraction', 'load_custom_reward', 'RewardPool', 'part_means',
-           'score_batch', 'val_metrics']
+__all__ = ['NAMED_REWARDS', 'VAL_BOOTSTRAP_DRAWS', 'VAL_BOOTSTRAP_SEED', 'task_rewards', 'default_reward', 'ascii_fraction',
+           'load_custom_reward', 'RewardPool', 'part_means', 'score_batch', 'subset_sizes', 'majority_value',
+           'prompt_stats', 'val_metrics']
 
 # %% ../nbs/04_rewards.ipynb #c2611b3f
 def _as_detail(out)->dict:
@@ -29,7 +31,7 @@ def _as_detail(out)->dict:
     return d
 
 def task_rewards()->dict[str, Callable]:
-    "`data_source` -> the reward of each registered task: `fn(response, ground_truth, extra_info, format_score)`."
+    "`data_source` -> the reward of each registered task: `fn(response, ground_truth, extra_info, rules)`."
     return {t.data_source: t.reward for t in tasks().values()}
 
 def _check_sources(data_sources)->None:
@@ -43,11 +45,12 @@ def default_reward(data_source:str, # the row's `data_source`: picks the built-i
                    solution_str:str, # the decoded response
                    ground_truth:str, # the row's reference answer
                    extra_info:dict|None=None, # the row's `extra_info` (e.g. MMK12 options)
-                   format_score:float=0.0, # gsm8k: score of a well-formed wrong answer
+                   rules:RewardConfig|None=None, # format_score, choice_case; None: the defaults (verl-omni's rules)
                   )->dict:
     "The built-in reward dict of `solution_str` for an example of `data_source` (verl's argument order)."
     _check_sources([data_source])
-    return _as_detail(task_rewards()[data_source](solution_str, ground_truth, extra_info or {}, format_score))
+    rules = rules or RewardConfig()
+    return _as_detail(task_rewards()[data_source](solution_str, ground_truth, extra_info or {}, rules))
 
 # %% ../nbs/04_rewards.ipynb #75672cb4
 def ascii_fraction(data_source:str, # unused (verl's argument order)
@@ -98,11 +101,12 @@ def load_custom_reward(spec:str, # 'path/to/file.py:function', or a name in `NAM
 # %% ../nbs/04_rewards.ipynb #147d64ef
 _STARTUP_S = 120.0      # a worker that is not ready within this time is an error of the installation, not of a reward
 
-def _run_task(i:int, data_source:str, response:str, ground_truth:str, extra_info:dict, format_score:float, custom:str):
+def _run_task(i:int, data_source:str, response:str, ground_truth:str, extra_info:dict, rules:RewardConfig,
+              custom:str):
     "Score task `i` in this process: `(i, detail, None)`, or `(i, None, error message)` if the reward raised."
     try:
         out = (load_custom_reward(custom)(data_source, response, ground_truth, extra_info) if custom
-               else default_reward(data_source, response, ground_truth, extra_info, format_score))
+               else default_reward(data_source, response, ground_truth, extra_info, rules))
         return i, _as_detail(out), None
     except Exception as e: return i, None, f'{type(e).__name__}: {e}'
 
@@ -170,7 +174,7 @@ class RewardPool:
         elif time.monotonic() > w.deadline: out[msg[0]], w.task = _timed_out(timeout_s), None
         else: out[msg[0]], w.task = (msg[1], msg[2], False), None
 
-    def map(self, tasks:list[tuple], # (data_source, response, ground_truth, extra_info, format_score, custom)
+    def map(self, tasks:list[tuple], # (data_source, response, ground_truth, extra_info, rules, custom)
             timeout_s:float, # per call, from the moment the task is sent
            )->list[tuple[dict|None, str|None, bool]]:
         "For each task: (detail, None, False) or (None, error message, timed out)."
@@ -227,7 +231,8 @@ def score_batch(data_sources:list[str], # each sample's `data_source`: picks its
                 with_part_means:bool=True, # add `part_means`; False for a piece of a batch, whose caller adds them once
                )->tuple[list[float], list[dict], dict]:
     "Scores, reward dicts and metrics of a batch; a reward that raises or times out scores 0 and is counted."
-    format_score, custom, timeout_s = rcfg.format_score, rcfg.custom_function, rcfg.timeout_s
+    custom, timeout_s = rcfg.custom_function, rcfg.timeout_s
+    rules = RewardConfig(format_score=rcfg.format_score, choice_case=rcfg.choice_case)   # read here, sent to workers
     n = len(responses)
     if not len(data_sources) == len(ground_truths) == len(extra_infos) == n:
         raise ValueError(f'score_batch: {len(data_sources)} data_sources, {n} responses, {len(ground_truths)} '
@@ -238,7 +243,7 @@ def score_batch(data_sources:list[str], # each sample's `data_source`: picks its
         custom = f'{p}:{name}'     # absolute: workers keep the directory they were started in
         load_custom_reward(custom)
     else: _check_sources(data_sources)
-    tasks = [(ds, r, gt, info or {}, format_score, custom)
+    tasks = [(ds, r, gt, info or {}, rules, custom)
              for ds, r, gt, info in zip(data_sources, responses, ground_truths, extra_infos)]
     results = _pool().map(tasks, timeout_s)
     details = [d if err is None else {'score': 0.0, 'error': err} for d, err, _ in results]
@@ -248,15 +253,73 @@ def score_batch(data_sources:list[str], # each sample's `data_source`: picks its
     return [d['score'] for d in details], details, metrics
 
 # %% ../nbs/04_rewards.ipynb #d0156ae1
-def val_metrics(data_sources:list[str], # each validation sample's `data_source`
-                details:list[dict], # per sample, the reward dict from `score_batch`
+VAL_BOOTSTRAP_DRAWS, VAL_BOOTSTRAP_SEED = 1000, 42   # verl's `bootstrap_metric` defaults (metric_utils.py)
+
+def subset_sizes(n:int, # responses per prompt
+                )->list[int]:
+    "The subset sizes verl reports best/worst/maj at: 2, 4, 8, … below `n`, then `n` (none for `n` <= 1)."
+    return [] if n <= 1 else [*(2 ** k for k in range(1, n.bit_length()) if 2 ** k < n), n]
+
+def majority_value(vals:list[float], # the values of one draw's responses
+                   preds:list[str], # their answers
+                  )->float:
+    "The value of the first response giving the draw's most frequent answer (ties: the answer seen first)."
+    counts = {}
+    for p in preds: counts[p] = counts.get(p, 0) + 1
+    top = max(counts, key=counts.get)   # the first of the most frequent, in the order first seen
+    return vals[preds.index(top)]
+
+def prompt_stats(vals:list[float], # one variable's values over a prompt's responses
+                 preds:list[str]|None=None, # their answers (`pred`), for `maj@n`
+                 seed:int=VAL_BOOTSTRAP_SEED, # the bootstrap's seed
+                )->dict[str, float]:
+    "`mean@N`, and for N > 1 `std@N` and the bootstrapped `best@n`, `worst@n` (and with `preds`, `maj@n`) stats."
+    v, N = np.asarray(vals, dtype=np.float64), len(vals)
+    out = {f'mean@{N}': float(v.mean())}
+    if N > 1: out[f'std@{N}'] = float(v.std())
+    for n in subset_sizes(N):
+        idx = np.random.RandomState(seed).choice(N, size=(VAL_BOOTSTRAP_DRAWS, n), replace=True)
+        fams = {'best': v[idx].max(1), 'worst': v[idx].min(1)}
+        if preds is not None: fams['maj'] = np.array([majority_value([vals[i] for i in r], [preds[i] for i in r])
+                                                      for r in idx.tolist()])
+        for fam in ('best', 'worst', 'maj'):
+            if fam in fams: out |= {f'{fam}@{n}/mean': float(fams[fam].mean()), f'{fam}@{n}/std': float(fams[fam].std())}
+    return out
+
+def _variables(detail:dict, # one response's reward dict
+               with_acc:bool, # its data source has `acc`: a dict without one (a failed reward) counts its score
+              )->dict[str, float]:
+    "A response's validation variables: `reward` (its score) and every other number of its reward dict."
+    nums = {k: float(v) for k, v in detail.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return {'reward': nums.pop('score')} | ({'acc': nums.get('acc', detail['score'])} if with_acc else {}) | nums
+
+def val_metrics(data_sources:list[str], # each validation response's `data_source`
+                prompt_ids:list, # each response's prompt (its responses share one id)
+                details:list[dict], # per response, the reward dict from `score_batch`
                )->dict:
-    "Mean validation reward per data source under verl's names, `val-core/<data_source>/<acc|reward>/mean@1`."
-    per = {}
-    for ds, d in zip(data_sources, details): per.setdefault(ds, []).append(d)
+    ("Validation metrics under verl's names: per data source and variable, the prompts' mean of `prompt_stats`; "
+     "`val-core/…` for the core variable's mean/best/maj at the largest N, `val-aux/…` for the rest.")
+    if not len(data_sources) == len(prompt_ids) == len(details):
+        raise ValueError(f'val_metrics: {len(data_sources)} data_sources, {len(prompt_ids)} prompt_ids and '
+                         f'{len(details)} details; expected one each per response')
+    groups = {}   # data source -> prompt -> the indices of its responses
+    for i, (ds, p) in enumerate(zip(data_sources, prompt_ids)): groups.setdefault(ds, {}).setdefault(p, []).append(i)
     out = {}
-    for ds, ds_details in per.items():
-        var = 'acc' if any('acc' in d for d in ds_details) else 'reward'
-        vals = [d.get('acc', d['score']) if var == 'acc' else d['score'] for d in ds_details]
-        out[f'val-core/{ds}/{var}/mean@1'] = sum(vals) / len(vals)
+    for ds, prompts in groups.items():
+        with_acc = any('acc' in details[i] for ix in prompts.values() for i in ix)
+        core, per = 'acc' if with_acc else 'reward', {}   # variable -> metric -> the prompts' values
+        for ix in prompts.values():
+            rows = [_variables(details[i], with_acc) for i in ix]
+            preds = [details[i].get('pred') for i in ix]
+            preds = preds if all(isinstance(p, str) for p in preds) else None
+            for var in dict.fromkeys(k for r in rows for k in r):
+                vals = [r[var] for r in rows if var in r]
+                for name, x in prompt_stats(vals, preds if len(vals) == len(ix) else None).items():
+                    per.setdefault(var, {}).setdefault(name, []).append(x)
+        for var, metrics in per.items():
+            n_max = max(int(name.split('@')[1].split('/')[0]) for name in metrics)
+            for name, xs in metrics.items():
+                fam, n = name.split('@')[0], int(name.split('@')[1].split('/')[0])
+                sec = 'val-core' if var == core and fam in ('mean', 'best', 'maj') and n == n_max else 'val-aux'
+                out[f'{sec}/{ds}/{var}/{name}'] = float(np.mean(xs))
     return out

@@ -19,7 +19,8 @@ from .fsdp import compute_device
 from fastcore.basics import patch
 from torch.distributed.tensor import DTensor
 from transformers import CompileConfig, GenerationConfig, LogitsProcessor, LogitsProcessorList, StaticCache
-from transformers.generation.logits_process import SuppressTokensLogitsProcessor, TemperatureLogitsWarper
+from transformers.generation.logits_process import (SuppressTokensLogitsProcessor, TemperatureLogitsWarper,
+                                                    TopPLogitsWarper)
 from transformers import AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
@@ -125,10 +126,11 @@ class HFEngine:
         return cls(model, tok, cfg.rollout, adapter.banned_token_ids(model), adapter.compiled_decode,
                    cfg.data.max_prompt_length)
 
-    def _processors(self, greedy, dev):
+    def _processors(self, greedy, dev, temperature, top_p):
         ban = [SuppressTokensLogitsProcessor(self.banned, device=dev)] if self.banned else []
         if greedy: return ban
-        return ban + ([TemperatureLogitsWarper(self.temperature)] if self.temperature != 1.0 else [])
+        return (ban + ([TemperatureLogitsWarper(temperature)] if temperature != 1.0 else [])
+                + ([TopPLogitsWarper(top_p)] if top_p < 1.0 else []))
 
     @torch.no_grad()
     def generate(self, prompts:list[Prompt], # token ids and, for images/audio, the processor's features
@@ -137,8 +139,11 @@ class HFEngine:
                  # seeds the whole call (`seeded_rng`): the same prompts with the same seed give the same samples
                  seed:int|None=None,
                  on_finish=None, # on_finish(i, responses): prompt i's n response token lists, as soon as they are done
+                 temperature:float|None=None, # this call's temperature (validation); None: the rollout's
+                 top_p:float=1.0, # keep the most likely tokens up to this probability (validation; training: 1.0)
                 )->Rollout:
         "Sample `n` responses for each prompt."
+        temperature = self.temperature if temperature is None else temperature
         expanded = [p.ids for p in prompts for _ in range(n)]
         mm = [p.mm for p in prompts for _ in range(n)]
         dev = compute_device(self.model)   # not the parameters' device: CPU-offloaded shards compute on the accelerator
@@ -157,8 +162,9 @@ class HFEngine:
         feats = {k: v.to(dev) for k, v in collate_mm(mm).items()} if mm else {}
         attn = decode_attention(self.model) if fast else nullcontext()
         with seeded_rng(seed, dev), module_mode(self.model, False), last_position_logits(self.model), attn:
+            procs = LogitsProcessorList(self._processors(greedy, dev, temperature, top_p) + [rec])
             out = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=gc, **loop, **feats,
-                                      logits_processor=LogitsProcessorList(self._processors(greedy, dev) + [rec]))
+                                      logits_processor=procs)
         resp = out[:, ids.shape[1]:]
         rmask, reasons = response_mask(resp, self.tok.eos_token_id)
         R = int(rmask.sum(1).max())   # the fast path's loop may run a few steps past the end of the last row
@@ -294,6 +300,8 @@ class RolloutEngine(Protocol):
                  greedy:bool=False, # argmax decoding instead of sampling
                  seed:int|None=None, # the sampling seed (None: the engine's own)
                  on_finish=None, # on_finish(i, responses): prompt i's n response token lists, as soon as done
+                 temperature:float|None=None, # this call's temperature (validation); None: the rollout's
+                 top_p:float=1.0, # nucleus truncation of this call (validation; training samples the full softmax)
                 )->Rollout: ...
     def sleep(self): ...
     def wake(self, tags=('weights', 'kv_cache')): ...

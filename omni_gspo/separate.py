@@ -4,24 +4,26 @@
 
 # %% ../nbs/07e_separate.ipynb #e7e00004
 from __future__ import annotations
-import time
+import os, time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import fields
+from pathlib import Path
 import torch
 from fastcore.basics import patch
-from .config import Config
+from .config import Config, read_keys as config_read_keys
 from .platform import side_group, torch_device
-from .model import base_model, load_model
+from .model import adapter_of, base_model, load_model
 from .lora import export_weights
 from .checkpoint import load_rollout_weights, save_checkpoint, trained_copy
 from .rollout import Rollout, engine_class
-from .workers import RolloutWorker
+from .actor import Scorer
+from .workers import RolloutWorker, load_teacher
 from .step import Rank, Samples, learn_step, sample_step
 
 # %% auto #0
 __all__ = ['stream_weights', 'receive_weights', 'copy_weights', 'WeightStream', 'rollout_to', 'trained_as', 'ActorRank',
-           'AwakeRollout', 'RolloutRank']
+           'AwakeRollout', 'RolloutRank', 'TeacherRank', 'teacher_fetch']
 
 # %% ../nbs/07e_separate.ipynb #e7e00006
 def _bcast(group, t:torch.Tensor)->torch.Tensor:
@@ -143,12 +145,13 @@ class ActorRank(Rank):
              s:Samples, # their samples, from the rollout group
              records_to=None, # run folder (actor rank 0): the step's records
              data_file:str='', # the file the prompts came from, referenced by the records
+             teacher:list|None=None, # [a Ray reference to the teacher group's log-probs of `s`] (`teacher_scores`)
             )->dict:
         "`learn_step` on this rank's share; the weights go to the rollout group at its end."
         s.ro = rollout_to(s.ro, self.actor.device)
         if self.cfg.trainer.max_staleness: self.sampled_with = trained_copy(self.actor.model)   # before the update
         return learn_step(self.actor, self.stream, s, [self.train_ps[i] for i in rows], self.cfg, step, records_to,
-                          data_file)
+                          data_file, teacher_fetch(teacher, self.actor.device))
 
 # %% ../nbs/07e_separate.ipynb #e7e0001a
 @patch
@@ -222,3 +225,41 @@ def sample(self:RolloutRank, step:int, # the training step
         s.ro = rollout_to(s.ro, torch.device('cpu'))
         out.append(s)
     return out
+
+# %% ../nbs/07e_separate.ipynb #e7e0001e
+class TeacherRank:
+    "A teacher-group rank: the frozen teacher on a device of its own, scoring the student's samples (`Scorer`)."
+    def __init__(self, cfg:Config, # the run's config: algorithm.opd_teacher, the model's dtype and kernels, actor.*
+                 rank:int, # this rank in the teacher group
+                 cwd:str|None, # the driver's working folder (relative paths in the config), when it exists here
+                ):
+        if cwd and Path(cwd).is_dir(): os.chdir(cwd)
+        if cfg.hardware.num_threads > 0: torch.set_num_threads(cfg.hardware.num_threads)
+        self.cfg, self.rank, self.device = cfg, rank, torch_device(cfg.hardware.device)
+
+    def start(self, total_steps:int, # training steps (the actor's schedule; unused here)
+              resume_from=None, # the actor's checkpoint (the teacher is frozen: nothing of it is saved)
+             )->tuple[None, list[str]]:
+        "Load the teacher on this rank's device and its scorer at the rollout temperature; the messages for the user."
+        notes = []
+        teacher = load_teacher(self.cfg.algorithm.opd_teacher, self.cfg.model, self.device, notes.append)
+        self.scorer = Scorer(teacher, self.cfg.actor, adapter_of(teacher), self.cfg.rollout.temperature)
+        return None, notes + [f'teacher rank {self.rank} on {self.device}']
+
+    def score(self, *ros:Rollout, # the student's samples, one rollout per actor rank's share
+             )->torch.Tensor|tuple[torch.Tensor, ...]:
+        "The teacher's log-probs [N, R] of each rollout's sampled tokens, on the CPU, in the order given."
+        out = tuple(self.scorer.logprobs(rollout_to(ro, self.device)).cpu() for ro in ros)
+        return out[0] if len(out) == 1 else out   # one Ray return per share (`num_returns`)
+
+    def read_keys(self)->set[str]: return config_read_keys(self.cfg)   # the keys this rank read (`00_config`)
+    def close(self): self.scorer = None
+
+def teacher_fetch(teacher:list|None, # [a Ray reference to a teacher rank's `score` result], or None
+                  device:torch.device, # where the actor wants the log-probs
+                 ):
+    "`learn_step`'s `teacher_logp`: a call that waits for the teacher's log-probs and puts them on `device`; or None."
+    if not teacher or teacher[0] is None: return None
+    import ray   # a reference inside a list reaches the rank unresolved: the rank waits only when it calls this
+    return lambda: ray.get(teacher[0]).to(device)
+

@@ -22,8 +22,9 @@ from .records import rollout_records, write_rollout_records
 from .workers import ActorWorker, RolloutWorker
 
 # %% auto #0
-__all__ = ['PEARSON', 'StreamingScorer', 'advantages_and_keep', 'check_parity', 'ranks_parity', 'response_metrics',
-           'throughput_metrics', 'Samples', 'sample_step', 'learn_step', 'gspo_step', 'Rank', 'ColocatedWorker']
+__all__ = ['PEARSON', 'VAL_SEED', 'StreamingScorer', 'advantages_and_keep', 'check_parity', 'ranks_parity', 'response_metrics',
+           'throughput_metrics', 'Samples', 'sample_step', 'learn_step', 'gspo_step', 'Rank', 'ColocatedWorker',
+           'val_seed']
 
 # %% ../nbs/07d_gspo_step.ipynb #064ecfb4
 class StreamingScorer:
@@ -156,6 +157,9 @@ def learn_step(actor:ActorWorker, # the actor side: `learner` (old log-probs, up
                step:int, # the training step: names the records
                records_to:Path|None=None, # run folder: keep `logging.rollout_groups` groups of this step (rollouts/)
                data_file:str='', # the file the prompts came from (`data_file_path`), referenced by the records
+               # () -> [N, R] a teacher group's log-probs of the samples (07d_placement), fetched once the old log-probs
+               # are done; None: no distillation, or the teacher on the actor's own device
+               teacher_logp=None,
               )->dict:
     "3. advantages to 10. records on one share: {'metrics', 'texts', 'rewards'}."
     dev, t_start, ro = actor.device, time.perf_counter(), s.ro
@@ -163,21 +167,26 @@ def learn_step(actor:ActorWorker, # the actor side: `learner` (old log-probs, up
     advantages, keep, frac_zero_std = advantages_and_keep(torch.tensor(s.rewards), ro.group_ids.cpu(), cfg.algorithm)
     keep = None if keep is None else keep.to(ro.response_mask.device)
     t_old = time.perf_counter()
+    actor.reload()                                   # offloaded parts back (actor.param_offload, optimizer_offload)
     old_logp = actor.learner.logprobs(ro)                                             # 4. old log-probs
     parity = ranks_parity(ro.logprobs, old_logp, ro.response_mask, cfg.rollout.min_probs_pearson, step,   # 5. parity
                           check=stale == 0)
+    t_teacher = time.perf_counter()
+    t_logp = teacher_logp() if teacher_logp else None                                # the teacher group's scores
     t_update = time.perf_counter()
     seq_log_w = seq_log_is_weight(ro.logprobs.double(), old_logp.double(), ro.response_mask)   # 6. rollout correction
     update_m = actor.learner.update(ro, advantages.to(old_logp.device), old_logp, cfg.rollout.n,   # 7. update
-                                    keep=keep, seq_log_w=seq_log_w)
+                                    keep=keep, seq_log_w=seq_log_w, teacher_logp=t_logp)
+    actor.offload()                                  # on the host again while the engine syncs, wakes and generates
     t_sync = time.perf_counter()
     mem = {'perf/actor_peak_gib': allocator_peak_gib(dev),   # before the wake hands torch's cache back
            'perf/device_peak_gib': max(s.gen_used_gib, device_used_gib(dev))}
     engine_m = sync.update_weights(actor.model, step)                                  # 8. weight sync
     t_end = time.perf_counter()
     timings = {'timing_s/reward': s.metrics['timing_s/reward'] + t_old - t_start,
-               'timing_s/old_log_prob': t_update - t_old, 'timing_s/update': t_sync - t_update,
-               'timing_s/step': s.seconds + t_end - t_start}
+               'timing_s/old_log_prob': t_teacher - t_old, 'timing_s/update': t_sync - t_update,
+               'timing_s/step': s.seconds + t_end - t_start,
+               **({'timing_s/wait_teacher': t_update - t_teacher} if teacher_logp else {})}
     metrics = {**s.metrics, 'reward/frac_zero_std': frac_zero_std, **parity,                      # 9. metrics
                **rollout_correction_metrics(ro.logprobs, old_logp, ro.response_mask, seq_log_w),
                **update_m, **engine_m, **mem,
@@ -220,7 +229,7 @@ def _prompts(path:str, # the split's file ('' = generated problems)
     multimodal = any(e.images or e.audios for e in exs)
     if multimodal and processor is None:   # the loaded checkpoint's processor: known once it is loaded
         raise ConfigError(f"{what} {path!r} has images or audio, but model.path is a text-only model")
-    ps, dropped = encode_prompts(exs, processor if multimodal else tok, max_len)
+    ps, dropped = encode_prompts(exs, processor or tok, max_len)   # the processor's chat template, media or not
     dropped = {**drops, **({f'longer than {max_len} tokens': dropped} if dropped else {})}
     log(f"{what}: {len(ps)} prompts from {path or 'generated problems'}" + (f"; dropped {dropped}" if dropped else ''))
     return ps
@@ -244,11 +253,13 @@ class Rank:
         torch.manual_seed(tc.seed)
         self.model_path = resolve_model_path(cfg.model.path, cfg.model.warm_start_steps)
         self.tok, self.adapter = load_tokenizer(self.model_path), adapter_for(self.model_path)
-        self.processor, log = self.adapter.processor(self.tok), self.notes.append
+        # the checkpoint's own processor files where it has them: one object for the actor's prompts and the engine
+        self.processor, log = self.adapter.processor(self.tok, self.model_path), self.notes.append
+        if self.processor is not None: log(f"processor: {self.processor.source}")
         tok, proc = self.tok, self.processor
         self.train_ps = _prompts(d.train_file, 'train file', d.generated_train_size, tc.seed, tok, proc, d, log)
         self.val_ps = (_prompts(d.val_file, 'val file', d.generated_val_size, tc.seed + 1, tok, proc, d, log)
-                       if tc.test_freq else [])
+                       if tc.test_freq or tc.val_before_train else [])
 
     def start_actor(self, total_steps:int, # training steps, for the learning-rate schedule
                     resume_from:Path|None=None, # a checkpoint to restore the actor from
@@ -270,6 +281,7 @@ class ColocatedWorker(Rank):
              )->tuple[int, list[str]]:
         "Build the actor (restored from `resume_from`) and the engine; the first step to run and the messages so far."
         first = self.start_actor(total_steps, resume_from)
+        self.actor.offload()   # the engine takes its share with the actor's offloaded parts on the host (07c_workers)
         self.rollout = RolloutWorker.from_config(self.actor, self.processor, self.cfg)
         return first, self.notes
 
@@ -285,21 +297,35 @@ def step(self:ColocatedWorker, step:int, # the training step
     return gspo_step(self.actor, self.rollout, batch, self.cfg, step, self.rank, records_to, data_file)
 
 # %% ../nbs/07d_gspo_step.ipynb #c0ba7581
+VAL_SEED = 1_000_000_007   # added to validation's sampling seeds: a stream apart from the training rollouts' ones
+
+def val_seed(seed:int, # `trainer.seed`
+             step:int, # the training step validated after (0: before training)
+             rank:int, # the rank sampling
+             call:int, # its generate call
+            )->int:
+    "The sampling seed of one validation generate call."
+    return VAL_SEED + seed * 1_000_003 + step * 7_919 + rank * 104_729 + call
+
 @patch
 def validate(self:Rank, rows:list[int], # this rank's rows of the validation prompts
-             calls:int, # greedy generate calls of `data.val_batch_size` prompts (the busiest rank's count)
-            )->tuple[list[str], list[dict]]:
-    "Data sources and reward details of greedy responses to the validation prompts `rows`."
-    ps, B, texts = [self.val_ps[i] for i in rows], self.cfg.data.val_batch_size, []
+             calls:int, # generate calls of `data.val_batch_size` prompts (the busiest rank's count)
+             step:int=0, # the training step validated after (0: before training): seeds sampled validation
+            )->tuple[list[str], list[int], list[dict]]:
+    ("Data sources, prompt rows and reward details of the `rollout.val.n` responses to each validation prompt in "
+     "`rows`: greedy, or sampled at `rollout.val.temperature` and `top_p`.")
+    ps, B, texts, vc = [self.val_ps[i] for i in rows], self.cfg.data.val_batch_size, [], self.cfg.rollout.val
+    n, t, top_p = vc.n, vc.temperature, vc.top_p
     for c in range(calls):
         chunk = ps[c * B:(c + 1) * B]
-        ro = self.rollout.engine.generate(chunk or ps[:1], n=1, greedy=True)
+        ro = self.rollout.engine.generate(chunk or ps[:1], n=n, greedy=t == 0, temperature=t, top_p=top_p,
+                                          seed=val_seed(self.cfg.trainer.seed, step, self.rank, c))
         if chunk: texts += [self.tok.decode(ids[m.bool()], skip_special_tokens=True)
                             for ids, m in zip(ro.response_ids.cpu(), ro.response_mask.cpu())]
-    exs = [p.example for p in ps]
+    exs = [p.example for p in ps for _ in range(n)]
     ds = [e.data_source for e in exs]
     _, details, _ = score_batch(ds, texts, [e.ground_truth for e in exs], [e.extra_info for e in exs], self.cfg.reward)
-    return ds, details
+    return ds, [r for r in rows for _ in range(n)], details
 
 # %% ../nbs/07d_gspo_step.ipynb #f7d1bd8c
 @patch

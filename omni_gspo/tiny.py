@@ -4,9 +4,10 @@
 
 # %% ../nbs/03_tiny.ipynb #9dccec1e
 from __future__ import annotations
-import math, random
+import math, random, sys
 from pathlib import Path
 import torch
+from tqdm import tqdm
 from transformers import Qwen3OmniMoeThinkerConfig, Qwen3OmniMoeThinkerForConditionalGeneration
 from .tokenizer import QWEN3_OMNI_VOCAB_SIZE, build_once, qwen_tokenizer, small_tokenizer
 from .tasks.common import tasks
@@ -55,11 +56,13 @@ def warm_start(model, # the tiny thinker, trained in place
                steps:int, # AdamW steps
                batch_size:int=16, # pairs per step
                lr:float=3e-3, # learning rate
-               seed:int=0): # which pairs each step draws
-    "Teach `model` the answer formats with `steps` supervised AdamW steps on `pairs` (in place)."
+               seed:int=0, # which pairs each step draws
+               file=None, # where the progress bar goes (None: stderr)
+              ):
+    "Teach `model` the answer formats with `steps` supervised AdamW steps on `pairs` (in place), with a progress bar."
     r, opt = random.Random(seed), torch.optim.AdamW(model.parameters(), lr=lr)
     model.train()
-    for _ in range(steps):
+    for _ in tqdm(range(steps), desc='warm start of the tiny thinker', unit='step', file=file or sys.stderr):
         seqs, labels = [], []
         for i in r.sample(range(len(pairs)), batch_size):
             msgs, answer = pairs[i]
@@ -98,7 +101,9 @@ def tiny_model_dir(kind:str='small', # 'small', 'qwen' (real vocabulary) or 'omn
                    warm_start_steps:int=100, # supervised steps on the answer formats (0: random weights)
                   )->Path:
     "Folder holding a (cached) tiny thinker and its tokenizer."
-    def build(d):
+    def build(d):   # minutes on CPU, once: said, then a progress bar (`warm_start`)
+        print(f"building the tiny thinker {kind!r} ({warm_start_steps} warm-start steps) into {d.parent}, once; later "
+              "runs load it from there", file=sys.stderr)
         by_task = warm_start_pairs(kind)
         some = [p for name, ps in by_task.items() if name != 'gsm8k' for p in ps[::10]]   # gsm8k's: the corpus already
         tok = _tiny_tokenizer(kind, [m['content'] for p, _ in some for m in p] + [a for _, a in some])

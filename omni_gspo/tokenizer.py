@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_tokenizer.ipynb #8bf1b205
 from __future__ import annotations
-import hashlib, os, shutil, subprocess, sys, tempfile, zipfile
+import hashlib, json, os, shutil, subprocess, sys, tempfile, zipfile
 from pathlib import Path
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerFast, Qwen3OmniMoeProcessor, WhisperFeatureExtractor
@@ -13,8 +13,9 @@ from .platform import kept_rng
 
 # %% auto #0
 __all__ = ['QWEN_ADDED_TOKENS', 'QWEN_FIRST_ADDED_ID', 'QWEN3_OMNI_VOCAB_SIZE', 'MM_TOKENS', 'CHAT_TEMPLATE', 'DASHSCOPE_WHEEL',
-           'QWEN_TIKTOKEN_SHA256', 'QWEN_PRETOKENIZE', 'cache_dir', 'build_once', 'qwen_tiktoken_file',
-           'qwen_tokenizer', 'small_tokenizer', 'OmniProcessor', 'omni_processor']
+           'QWEN_TIKTOKEN_SHA256', 'QWEN_PRETOKENIZE', 'PROCESSOR_FILES', 'PROCESSOR_PARTS', 'cache_dir', 'build_once',
+           'qwen_tiktoken_file', 'qwen_tokenizer', 'small_tokenizer', 'OmniProcessor', 'omni_processor',
+           'checkpoint_processor']
 
 # %% ../nbs/01_tokenizer.ipynb #1a96b752
 def cache_dir()->Path:
@@ -174,5 +175,67 @@ def omni_processor(tok:PreTrainedTokenizerFast, # from `qwen_tokenizer` or `smal
     image = Qwen2VLImageProcessorPil(patch_size=16, merge_size=2, temporal_patch_size=2, image_mean=[0.5]*3,
                                      image_std=[0.5]*3, size={'shortest_edge': min_pixels, 'longest_edge': max_pixels})
     audio = WhisperFeatureExtractor(feature_size=128, sampling_rate=16000, hop_length=160, chunk_length=300, n_fft=400)
-    return OmniProcessor(image_processor=image, feature_extractor=audio, tokenizer=tok,
-                         chat_template=CHAT_TEMPLATE)
+    proc = OmniProcessor(image_processor=image, feature_extractor=audio, tokenizer=tok, chat_template=CHAT_TEMPLATE)
+    proc.source = 'built-in'   # where its settings come from, for the run log (`checkpoint_processor`)
+    return proc
+
+# %% ../nbs/01_tokenizer.ipynb #4288d6a9
+PROCESSOR_FILES = ('preprocessor_config.json', 'processor_config.json', 'chat_template.json', 'chat_template.jinja')
+PROCESSOR_PARTS = {'image_processor': 'Qwen2VLImageProcessor', 'feature_extractor': 'WhisperFeatureExtractor'}
+
+def _json_file(f:Path)->dict:
+    "The JSON object in file `f`; a clear error when it is not one."
+    try: d = json.loads(f.read_text(encoding='utf-8'))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{f}: not a readable JSON file ({e})") from None
+    if not isinstance(d, dict): raise ValueError(f"{f}: expected a JSON object, got {type(d).__name__}")
+    return d
+
+def _part_config(folder:Path, # a checkpoint folder
+                 part:str, # a key of `PROCESSOR_PARTS`
+                )->tuple[dict, Path]|None:
+    "The settings of processor `part` the folder's files hold, and the file; None when they hold none."
+    nested, flat = folder/'processor_config.json', folder/'preprocessor_config.json'
+    if nested.is_file() and isinstance(c := _json_file(nested).get(part), dict): f = nested
+    elif flat.is_file() and f'{part}_type' in (c := _json_file(flat)): f = flat
+    else: return None
+    kind = c.get(f'{part}_type', PROCESSOR_PARTS[part])
+    if not str(kind).startswith(PROCESSOR_PARTS[part]):
+        raise ValueError(f"{f}: {part}_type {kind!r}: the Qwen3-Omni thinker needs a {PROCESSOR_PARTS[part]}")
+    return c, f
+
+def _chat_template(folder:Path, # a checkpoint folder
+                   tok, # its tokenizer
+                  )->tuple[str, str]:
+    "The chat template the folder's files give (in transformers' order), else the tokenizer's; and where it is from."
+    pc, legacy, jinja = folder/'processor_config.json', folder/'chat_template.json', folder/'chat_template.jinja'
+    if pc.is_file() and isinstance(t := _json_file(pc).get('chat_template'), str): return t, pc.name
+    if legacy.is_file():
+        if not isinstance(t := _json_file(legacy).get('chat_template'), str):
+            raise ValueError(f"{legacy}: expected {{'chat_template': <a Jinja template string>}}")
+        return t, legacy.name
+    if jinja.is_file(): return jinja.read_text(encoding='utf-8'), jinja.name
+    t = tok.chat_template or CHAT_TEMPLATE
+    return t, 'built-in' if t == CHAT_TEMPLATE else "the tokenizer's"
+
+def checkpoint_processor(path:str|Path, # a checkpoint folder
+                         tok:PreTrainedTokenizerFast, # its tokenizer
+                        )->OmniProcessor:
+    ("The processor the checkpoint folder's own files describe (`PROCESSOR_FILES`), built-in parts where they describe "
+     "none; its `source` says which.")
+    folder, built = Path(path), omni_processor(tok)
+    image, audio = _part_config(folder, 'image_processor'), _part_config(folder, 'feature_extractor')
+    ip = Qwen2VLImageProcessorPil.from_dict(image[0]) if image else built.image_processor
+    fe = WhisperFeatureExtractor.from_dict(audio[0]) if audio else built.feature_extractor
+    want = built.feature_extractor
+    if (fe.sampling_rate, fe.hop_length) != (want.sampling_rate, want.hop_length):
+        raise ValueError(f"{audio[1]}: the feature extractor reads audio at {fe.sampling_rate} Hz in hops of "
+                         f"{fe.hop_length} samples; the media path gives {want.sampling_rate} Hz audio padded to "
+                         f"{want.hop_length}-sample hops")
+    template, where = _chat_template(folder, tok)
+    proc = OmniProcessor(image_processor=ip, feature_extractor=fe, tokenizer=tok, chat_template=template)
+    parts = {'image processor': image[1].name if image else 'built-in',
+             'feature extractor': audio[1].name if audio else 'built-in', 'chat template': where}
+    proc.source = (f"{folder}: " + ', '.join(f"{k} {'built in' if v == 'built-in' else 'from ' + v}"
+                                              for k, v in parts.items()))
+    return proc

@@ -5,27 +5,29 @@
 # %% ../nbs/09_trainer.ipynb #209f061e
 from __future__ import annotations
 import json, math, time
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 import torch
 from tqdm.auto import tqdm
-from .config import (Config, ConfigError, DEPENDENT_DEFAULTS, atomic_write_text, check_config, config_dict,
-                              get_key, given_keys, leaf_keys, load_config, mark_read, read_keys, save_config, set_key)
+from .config import (Config, ConfigError, DEPENDENT_DEFAULTS, check_config, config_dict, get_key,
+                              given_keys, leaf_keys, load_config, mark_read, read_keys, save_config, set_key)
 from .data import batch_indices, steps_per_epoch
-from .platform import dist_env
+from .platform import check_vllm_platform, dist_env
 from .plan import check_memory
-from .presets import missing_features
 from .rewards import val_metrics
 from .actor import merge_metrics, micro_merge
-from .checkpoint import list_checkpoints
+from .files import RunLock, atomic_write_text, fresh_folder, read_jsonl, remove_leftovers
+from .checkpoint import checkpoint_info, list_checkpoints, resume_point
 from .placement import make_workers
-from .records import data_file_path, drop_rollout_records
+from .records import (DATA_FILES, data_changes, data_file_path, data_identity, drop_rollout_records,
+                               record_data_files)
 from .loggers import check_logger_packages, make_loggers, wandb_options
 
 # %% auto #0
 __all__ = ['RANK_SUMS', 'RESUME_COMMAND_KEYS', 'RESUME_SAFE_KEYS', 'check_driver', 'trim_metrics', 'split_rows', 'validate',
            'rank_merge', 'merge_rank_metrics', 'resume_changes', 'format_changes', 'resumed_config', 'record_config',
-           'config_at_step', 'RunResult', 'run_folder', 'train']
+           'config_at_step', 'RunResult', 'run_folder', 'resume_checkpoint', 'check_data_unchanged', 'train']
 
 # %% ../nbs/09_trainer.ipynb #4fab6939
 def check_driver():
@@ -36,12 +38,13 @@ def check_driver():
 
 # %% ../nbs/09_trainer.ipynb #b631be02
 def trim_metrics(path:Path, # the run's metrics.jsonl
-                 last_step:int): # the last step to keep
-    "Keep only the rows of `path` up to `last_step` (rewritten atomically)."
+                 last_step:int, # the last step to keep
+                 log=print, # told when a torn last row is dropped
+                ):
+    "Keep only the whole rows of `path` up to `last_step` (rewritten atomically)."
     if not path.exists(): return
-    keep = [l for l in path.read_text().splitlines()
-            if l.strip() and json.loads(l)['training/global_step'] <= last_step]
-    atomic_write_text(path, ''.join(l + '\n' for l in keep))
+    keep = [r for r in read_jsonl(path, log) if r['training/global_step'] <= last_step]
+    atomic_write_text(path, ''.join(json.dumps(r) + '\n' for r in keep))
 
 
 # %% ../nbs/09_trainer.ipynb #d31b778f
@@ -62,14 +65,16 @@ def split_rows(rows:list[int], # the row indices to deal out
 
 def validate(workers, # the run's workers (`Workers`)
              n_val:int, # the number of validation prompts
-             batch:int, # prompts per greedy generate call (`data.val_batch_size`)
+             batch:int, # prompts per generate call (`data.val_batch_size`)
+             step:int, # the training step validated after (0: before training)
             )->dict:
-    "Greedy accuracy per data source over the `n_val` validation prompts, decoded by all ranks with an engine."
+    ("verl's validation metrics per data source over the `n_val` validation prompts (`rollout.val`'s responses), "
+     "decoded by all ranks with an engine.")
     ranks = workers.samplers   # colocated: all; separate: the rollout group
     shares = split_rows(list(range(n_val)), ranks.world)
     calls = math.ceil(max(map(len, shares)) / batch)
-    parts = ranks.call_each('validate', [(s, calls) for s in shares])
-    return val_metrics([d for ds, _ in parts for d in ds], [x for _, det in parts for x in det])
+    parts = ranks.call_each('validate', [(s, calls, step) for s in shares])
+    return val_metrics(*(sum((p[k] for p in parts), []) for k in range(3)))
 
 # %% ../nbs/09_trainer.ipynb #81cafe16
 # beside the loss terms (`micro_merge`)
@@ -96,6 +101,7 @@ def merge_rank_metrics(ms:list[dict], # one step's metrics, one dict per rank
 RESUME_COMMAND_KEYS = ('trainer.resume', 'trainer.resume_changes')   # how to resume: the command's, never a change
 RESUME_SAFE_KEYS = frozenset({                                       # keys a resume may change (see above for why)
     'trainer.max_steps', 'trainer.total_epochs', 'trainer.max_minutes', 'trainer.test_freq', 'trainer.save_freq',
+    'trainer.val_before_train', *(k for k in leaf_keys() if k.startswith('rollout.val.')),
     'trainer.keep_checkpoints', 'trainer.output_dir', *(k for k in leaf_keys() if k.startswith('logging.')),
     'actor.ppo_max_token_len_per_gpu', 'actor.activation_checkpointing', 'hardware.num_threads'})
 
@@ -168,27 +174,50 @@ class RunResult:
 def run_folder(output_dir:str, # `trainer.output_dir`; a last part '{time}' becomes `now`
                resume:str, # `trainer.resume`: 'off', 'auto', or a run folder / checkpoint folder
                now:str, # the start time, e.g. '20261201-101500'
-              )->tuple[Path, Path|None]:
-    "The run folder and the checkpoint to continue from (None: start at step 1)."
+              )->Path:
+    ("The run folder: the one `resume` names, else for a '{time}' `output_dir` a new one named `now` (with "
+     "`resume=auto`: the newest run beside it that has a checkpoint), else `output_dir`.")
     if resume not in ('off', 'auto'):
         p = Path(resume)
-        if (p/'state.json').exists() and p.parent.name == 'checkpoints': return p.parent.parent, p
-        cks = list_checkpoints(p)
-        # the run folder's contents when the run starts: not a config fact
-        if not cks: raise ConfigError(f"trainer.resume={resume!r}: no checkpoint there "
-                                      "(expected a run folder with checkpoints/step_N, or one checkpoint folder)")
-        return p, cks[-1][1]
+        return p.parent.parent if p.parent.name == 'checkpoints' and (p/'state.json').exists() else p
     out = Path(output_dir)
-    if out.name == '{time}':
-        # time-named runs sort in time
-        newest = sorted(ck for d in out.parent.glob('*') if d.is_dir() for _, ck in list_checkpoints(d)[-1:])
-        if resume == 'auto' and newest: return newest[-1].parent.parent, newest[-1]
-        return out.with_name(now), None
-    cks = list_checkpoints(out)
-    if cks and resume == 'off':
+    if out.name != '{time}': return out
+    # time-named runs sort in time
+    newest = sorted(ck for d in out.parent.glob('*') if d.is_dir() for _, ck in list_checkpoints(d)[-1:])
+    return newest[-1].parent.parent if resume == 'auto' and newest else out.with_name(now)
+
+def resume_checkpoint(out:Path, # the run folder (`run_folder`)
+                      resume:str, # `trainer.resume`
+                      log=print, # told of a damaged checkpoint skipped
+                     )->Path|None:
+    ("The checkpoint to continue from (None: start at step 1), checked whole (`checkpoint_info`); `resume=auto` "
+     "falls back past a damaged one, saying so.")
+    if resume not in ('off', 'auto'):
+        p = Path(resume)
+        if p.parent.name == 'checkpoints' and (p/'state.json').exists(): checkpoint_info(p); return p
+        # the run folder's contents when the run starts: not a config fact
+        if not list_checkpoints(p): raise ConfigError(f"trainer.resume={resume!r}: no checkpoint there "
+                                      "(expected a run folder with checkpoints/step_N, or one checkpoint folder)")
+        return resume_point(p, fall_back=False)
+    if (cks := list_checkpoints(out)) and resume == 'off':
         raise ConfigError(f"trainer.output_dir {str(out)!r} holds checkpoints up to step {cks[-1][0]}; "
                           "set trainer.resume=auto to continue, or choose another output_dir")
-    return out, cks[-1][1] if cks else None
+    return resume_point(out, fall_back=True, log=log)
+
+def check_data_unchanged(run_dir:Path, # the run folder
+                         now:dict, # `data_identity` of the files this start reads
+                         allow:bool, # `trainer.resume_changes == 'allow'`
+                         log=print, # told what changed when allowed
+                        ):
+    "Refuse a resume whose data files differ from those the run recorded (`data_files.json`), unless `allow`."
+    path = Path(run_dir)/DATA_FILES
+    if not path.exists(): return log(f"{path}: missing (a run from before data files were recorded); recording now")
+    if not (changes := data_changes(json.loads(path.read_text()), now)): return
+    if not allow:
+        raise ConfigError(f"resuming {run_dir}: the data changed since the run recorded it ({'; '.join(changes)}). "
+                          "Restore the files to continue the run, or set trainer.resume_changes=allow to continue "
+                          "on the new data")
+    log(f"continuing on changed data (trainer.resume_changes=allow): {'; '.join(changes)}")
 
 def _step_metrics(parts:list[dict], step:int, spe:int)->tuple[dict, list[str], list[float]]:
     "The step's metrics, texts and rewards from the ranks' reports."
@@ -201,33 +230,55 @@ def _step_metrics(parts:list[dict], step:int, spe:int)->tuple[dict, list[str], l
 def train(cfg:Config, # the run's config (`build_config`)
           log=print, # called with each progress message
          )->RunResult:
-    "Run GSPO training as configured: a fresh run folder, or a resumed run (`trainer.resume`) with its saved config."
-    out, resume_from = run_folder(cfg.trainer.output_dir, cfg.trainer.resume, time.strftime('%Y%m%d-%H%M%S'))
-    out, asked = out.absolute(), cfg
+    ("Run GSPO training as configured: a fresh run folder, or a resumed run (`trainer.resume`) with its saved "
+     "config. The run folder is locked for the run's life (`RunLock`): one writer.")
+    out = run_folder(cfg.trainer.output_dir, cfg.trainer.resume, time.strftime('%Y%m%d-%H%M%S')).absolute()
+    with ExitStack() as held:   # the lock, released however the run ends (and by the OS if the process dies)
+        if out.is_dir(): held.enter_context(RunLock(out))   # before its checkpoints are read
+        return _train(cfg, log, out, held)
+
+def _train(cfg:Config, # as `train`
+           log, # as `train`
+           out:Path, # the run folder (`run_folder`)
+           held:ExitStack, # holds the lock of `out` if it exists; else the new folder's, once the checks pass
+          )->RunResult:
+    "`train` in the run folder `out`."
+    resume_from, asked = resume_checkpoint(out, cfg.trainer.resume, log), cfg
     cfg, changes = resumed_config(asked, out) if resume_from else (asked, {})
     if resume_from: log("resuming with the run's saved config, "
                         + ('changed (key: saved -> given):' if changes else 'unchanged')
                         + ''.join(f'\n  {c}' for c in format_changes(changes)))
     check_config(cfg); check_driver()
-    if missing := missing_features(cfg): raise ConfigError('not supported yet: ' + '; '.join(missing))
+    if cfg.rollout.engine != 'hf': check_vllm_platform(cfg.hardware.device)   # vllm-ascend on an NPU (00a_platform)
     check_memory(cfg, log, check_config)   # 08b_plan: a config that cannot fit stops here, before anything loads
     check_logger_packages(cfg.logging.loggers)   # before minutes of loading, not after
     tc, lc = cfg.trainer, cfg.logging
+    if not out.is_dir():   # a new folder, made now that the checks passed; '{time}': two runs never share one
+        out = fresh_folder(out.parent, out.name) if Path(asked.trainer.output_dir).name == '{time}' else out
+        held.enter_context(RunLock(out))
+    if gone := remove_leftovers(out/'checkpoints') if (out/'checkpoints').is_dir() else []:
+        log(f"removed what a killed run left half-written in {out/'checkpoints'}: {', '.join(gone)}")
     workers = make_workers(cfg)
     loggers = bar = None
     try:   # also when a step fails: files are complete, every rank's memory and process group are released
         n_train, n_val = workers.call('sizes')[0]
+        data_file = data_file_path(cfg.data.train_file, False, cfg.data.generated_train_size, tc.seed)
+        val_file = data_file_path(cfg.data.val_file, True, cfg.data.generated_val_size, tc.seed + 1)
+        data_now = data_identity([data_file, *([val_file] if n_val else [])])   # the files the ranks read
+        if resume_from: check_data_unchanged(out, data_now, tc.resume_changes == 'allow', log)
         spe = steps_per_epoch(n_train, cfg.data.train_batch_size)
         total = tc.max_steps or tc.total_epochs * spe
         start, notes = workers.call('start', total, resume_from)[0]
         for n in notes: log(n)
-        out.mkdir(parents=True, exist_ok=True); record_config(out, cfg, start, changes, fresh=not resume_from)
+        record_config(out, cfg, start, changes, fresh=not resume_from)
+        record_data_files(out, data_now, fresh=not resume_from)
         metrics_path, ck = out/'metrics.jsonl', resume_from
-        data_file = data_file_path(cfg.data.train_file, False, cfg.data.generated_train_size, tc.seed)
-        trim_metrics(metrics_path, start - 1) if resume_from else metrics_path.unlink(missing_ok=True)
+        trim_metrics(metrics_path, start - 1, log) if resume_from else metrics_path.unlink(missing_ok=True)
         drop_rollout_records(out, start - 1)   # steps the checkpoint does not reach are redone
         log(f"run folder: {out}" + (f"; resumed from {resume_from} at step {start}" if resume_from else ''))
         loggers = make_loggers(lc.loggers, out, config_dict(cfg), lc.plot, tqdm.write, wandb_options(lc))
+        if tc.val_before_train and not resume_from:   # the starting weights, logged as step 0
+            loggers.log(validate(workers, n_val, cfg.data.val_batch_size, 0), 0)
         bar = tqdm(range(start, total + 1), disable=not lc.progress_bar, desc='gspo', initial=start - 1, total=total)
         t_start, last = time.perf_counter(), max(start - 1, total)
         def shares_of(s:int)->list[list[int]]|None:   # step s's rows, one share per actor rank (None: past the end)
@@ -240,7 +291,7 @@ def train(cfg:Config, # the run's config (`build_config`)
             out_of_time = tc.max_minutes > 0 and time.perf_counter() - t_start >= 60 * tc.max_minutes
             final = step == total or out_of_time
             if tc.test_freq and (step % tc.test_freq == 0 or final):
-                m |= validate(workers, n_val, cfg.data.val_batch_size)
+                m |= validate(workers, n_val, cfg.data.val_batch_size, step)
             loggers.log(m, step)
             if (tc.save_freq and step % tc.save_freq == 0) or final:
                 ck = workers.call('save', out, step, tc.keep_checkpoints)[0]

@@ -13,12 +13,13 @@ import torch
 from transformers import Qwen3Config
 from .media import SAMPLE_RATE
 from .rollout import Rollout, left_pad
-from .config import Config, ConfigError, VLLMConfig, atomic_dir
+from .config import Config, ConfigError, VLLMConfig
+from .files import atomic_dir
 from .model import adapter_of
 from .lora import export_weights
 from .fsdp import compute_device
-from .platform import (cuda_available, ipc_collect, rank, release_cached_memory, seeded_rng, vllm_env_defaults,
-                              world_size)
+from .platform import (ipc_collect, rank, release_cached_memory, seeded_rng, vllm_device_settings,
+                              vllm_env_defaults, world_size)
 
 # %% auto #0
 __all__ = ['RELOAD_CHATTER', 'CPU_SHM', 'dedup_pads', 'prompt_media', 'build_request', 'export_for_vllm', 'tiny_causal_lm_config',
@@ -311,7 +312,7 @@ class VLLMEngine:
                                                                    "'adapter'")
         if lora_sync == 'adapter' and not hasattr(model, 'peft_config'):
             raise ValueError("lora_sync='adapter' needs a LoRA (peft) model; use lora_sync='merge' for full weights")
-        vllm_env_defaults()
+        vllm_env_defaults(compute_device(model).type)   # before vllm is imported: its platform's defaults
         from vllm.platforms import current_platform
         self.adapter = adapter = adapter or adapter_of(model)
         self.tok, self.lora_sync, self.log, self.temperature = tok, lora_sync, log, rcfg.temperature
@@ -382,7 +383,7 @@ def from_config(cls:VLLMEngine, model, # the policy module the engine samples fr
                adapter=adapter,
                max_model_len=cfg.data.max_prompt_length + rc.response_length, fp32_logits=cfg.model.fp32_logits,
                tensor_parallel_size=rc.tensor_parallel_size,
-               **vllm_settings(rc.vllm))
+               **vllm_settings(rc.vllm, cfg.hardware.device))
 
 @patch
 def _make_llm(self:VLLMEngine, folder, kw):
@@ -390,7 +391,7 @@ def _make_llm(self:VLLMEngine, folder, kw):
     # one worker per rank, in the trainer's group: consecutive ranks form a tensor-parallel engine (see above)
     if world_size() > 1:
         kw = {'distributed_executor_backend': 'external_launcher'} | kw
-        if not cuda_available(): drop_stale_cpu_shm(rank())   # see above
+        if self.device.type == 'cpu': drop_stale_cpu_shm(rank())   # see above
     elif kw.get('tensor_parallel_size', 1) > 1:
         raise ValueError(f"tensor_parallel_size={kw['tensor_parallel_size']} on one rank: a tensor-parallel engine "
                          "spans that many trainer ranks (external launcher); run with as many ranks")
@@ -498,9 +499,10 @@ def _wake_engine(self:VLLMEngine, tags:list[str]): self.llm.wake_up(tags=tags)
 
 # %% ../nbs/06a_vllm.ipynb #e577ef68
 @patch
-def _sampling(self:VLLMEngine, n, greedy):
+def _sampling(self:VLLMEngine, n, greedy, temperature=None, top_p=1.0):
     from vllm import SamplingParams
-    return SamplingParams(n=n, temperature=0.0 if greedy else self.temperature, max_tokens=self.max_new_tokens,
+    t = 0.0 if greedy else self.temperature if temperature is None else temperature
+    return SamplingParams(n=n, temperature=t, top_p=1.0 if greedy else top_p, max_tokens=self.max_new_tokens,
                           logprobs=0, stop_token_ids=[self.tok.eos_token_id], repetition_penalty=1.0,
                           logit_bias=self.logit_bias, detokenize=False)
 
@@ -529,6 +531,8 @@ def generate(self:VLLMEngine, prompts:list, # `Prompt`s: token ids and, for imag
              greedy:bool=False, # argmax decoding (validation)
              seed:int|None=None, # seeds the call's sampling: the same prompts with the same seed give the same samples
              on_finish=None, # on_finish(i, responses): prompt i's n response token lists, as soon as they are done
+             temperature:float|None=None, # this call's temperature (validation); None: the rollout's
+             top_p:float=1.0, # keep the most likely tokens up to this probability (validation; training: 1.0)
             )->Rollout:
     ("Sample `n` responses for each prompt (as `HFEngine.generate`); vLLM gets each prompt's raw media, the `Rollout` "
      "its processor features.")
@@ -539,7 +543,7 @@ def generate(self:VLLMEngine, prompts:list, # `Prompt`s: token ids and, for imag
     if any(m and not p.mm for m, p in zip(media, prompts)):
         raise ValueError("multimodal prompts need their processor features (`Prompt.mm`) too: the actor recomputes "
                          "with them")
-    params = [self._sampling(n, greedy) for _ in prompts]
+    params = [self._sampling(n, greedy, temperature, top_p) for _ in prompts]
     ids = [p.ids for p in prompts]
     own = slice(lo, lo + mine)
     report = on_finish and (lambda i, r: on_finish(i - lo, r) if lo <= i < lo + mine else None)
@@ -592,16 +596,15 @@ def _shutdown(self:VLLMEngine): self.llm.llm_engine.engine_core.shutdown()
 
 # %% ../nbs/06a_vllm.ipynb #bf981e26
 def vllm_settings(vcfg:VLLMConfig, # the `rollout.vllm` config section
-                  cuda:bool|None=None, # a GPU run (default: whether torch sees CUDA)
+                  hardware:str, # `hardware.device`: its platform gives the device arguments (`vllm_device_settings`)
                  )->dict:
     "`VLLMEngine` keyword arguments from the `rollout.vllm` config section (its values checked by `check_config`)."
-    cuda = cuda_available() if cuda is None else cuda
     kw = dict(lora_sync=vcfg.lora_sync,
               moe_expert_fix={'auto': None, 'direct': True, 'vllm': False}[vcfg.moe_expert_path],
-              enforce_eager=not cuda or vcfg.cuda_graphs == 'off', max_num_seqs=vcfg.max_num_seqs)
-    if cuda: kw['gpu_memory_utilization'] = vcfg.gpu_memory_utilization
+              max_num_seqs=vcfg.max_num_seqs)
+    kw |= vllm_device_settings(hardware, vcfg.gpu_memory_utilization, vcfg.cuda_graphs != 'off',
+                               vcfg.cudagraph_capture_sizes)
     if vcfg.max_num_batched_tokens: kw['max_num_batched_tokens'] = vcfg.max_num_batched_tokens
-    if sizes := sorted(vcfg.cudagraph_capture_sizes): kw['compilation_config'] = {'cudagraph_capture_sizes': sizes}
     return kw
 
 # %% ../nbs/06a_vllm.ipynb #1fee0580
@@ -624,7 +627,7 @@ def write_deploy_config(cfg:dict, # the deploy config, e.g. `omni_deploy_config(
                         folder:str|Path, # where `deploy.yaml` goes
                        )->Path:
     "Write `cfg` as `deploy.yaml` in `folder` (JSON text, which is valid YAML), atomically."
-    from omni_gspo.config import atomic_write_text
+    from omni_gspo.files import atomic_write_text
     p = Path(folder)/'deploy.yaml'
     atomic_write_text(p, json.dumps(cfg, indent=2) + '\n')
     return p

@@ -5,12 +5,15 @@
 # %% ../nbs/07c_workers.ipynb #265d95fb
 from __future__ import annotations
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from fastcore.basics import patch
 import torch
 import torch.distributed as dist
 from .config import Config
-from .platform import ensure_process_group, expandable_segments, fp32_gemm_sums, torch_device, world_size
-from .fsdp import checkpoint_layers, compile_units, shard_model
+from .platform import (ensure_process_group, expandable_segments, fp32_gemm_sums, release_cached_memory,
+                                torch_device, world_size)
+from .fsdp import checkpoint_layers, compile_units, move_optimizer_state, move_params, shard_model
 from .model import DTYPES, base_model, load_model, resolve_model_path
 from .lora import configure_trainable, lora_modules
 from .rollout import engine_class
@@ -64,7 +67,10 @@ class ActorWorker:
                             adapter)
         self.model = configure_trainable(policy, m)
         self.own_group = shard_actor(self.model, cfg, adapter)
-        teacher = load_teacher(cfg.algorithm.opd_teacher, m, self.device, log)
+        # verl's offloads between phases (`offload`, below): what waits in host memory while the engine generates
+        self.offloads, self.away = {'params': cfg.actor.param_offload, 'optimizer': cfg.actor.optimizer_offload}, set()
+        a = cfg.algorithm   # a teacher group (`algorithm.opd_teacher_devices`, 07e_separate) scores elsewhere
+        teacher = None if a.opd_teacher_devices else load_teacher(a.opd_teacher, m, self.device, log)
         self.learner = Actor(self.model, cfg.actor, cfg.algorithm, adapter, teacher,
                              temperature=cfg.rollout.temperature, total_steps=total_steps)
 
@@ -83,13 +89,40 @@ class ActorWorker:
              keep:int, # how many checkpoints to keep
             )->Path:
         "This rank's share of the checkpoint (`save_checkpoint`): trained tensors, optimizer, schedule, RNG."
-        return save_checkpoint(out, step, self.model, self.learner.opt, keep, self.learner.sched)
+        with self.on_device(): return save_checkpoint(out, step, self.model, self.learner.opt, keep, self.learner.sched)
     def load(self, path:Path)->int: # path: a checkpoint folder (`list_checkpoints`)
         "Restore the state `save` wrote; the step it was saved at."
-        return load_checkpoint(path, self.model, self.learner.opt, self.learner.sched)
+        with self.on_device(): return load_checkpoint(path, self.model, self.learner.opt, self.learner.sched)
     def close(self):
         "Destroy the process group this worker made (FSDP2 with one rank)."
         if self.own_group and dist.is_initialized(): dist.destroy_process_group()
+
+# %% ../nbs/07c_workers.ipynb #1ad351b5
+@patch
+def offload(self:ActorWorker):
+    "Move to host memory the parts `actor.param_offload` / `optimizer_offload` offload; hand the device its blocks."
+    host, gone = torch.device('cpu'), {k for k, on in self.offloads.items() if on} - self.away
+    if 'params' in gone: move_params(self.model, host)
+    if 'optimizer' in gone: move_optimizer_state(self.learner.opt, host)
+    self.away |= gone
+    if gone: release_cached_memory(self.device)
+
+@patch
+def reload(self:ActorWorker)->set[str]:
+    "Bring the offloaded parts back to the device; which were away ('params', 'optimizer')."
+    away, self.away = self.away, set()
+    if 'params' in away: move_params(self.model, self.device)
+    if 'optimizer' in away: move_optimizer_state(self.learner.opt, self.device)
+    return away
+
+@patch
+@contextmanager
+def on_device(self:ActorWorker):
+    "The offloaded parts on the device for the block (a checkpoint's reads and writes), back on the host after it."
+    away = self.reload()
+    try: yield
+    finally:
+        if away: self.offload()
 
 # %% ../nbs/07c_workers.ipynb #a4b844e3
 class RolloutWorker:

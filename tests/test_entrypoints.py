@@ -274,3 +274,24 @@ def test_check_nb_size(tmp_path):
     assert 'clean.ipynb' not in r.stdout.replace('3 notebooks', '')
     r = subprocess.run(tool, capture_output=True, text=True, cwd=ROOT)  # the repository's own notebooks
     assert r.returncode == 0, r.stdout
+
+
+def test_hub_id_resolves_from_the_hugging_face_cache(tmp_path):
+    """`model.path=org/name` (a Hub id, as verl-omni's NPU script gives `Qwen/Qwen3-Omni-30B-A3B-Instruct`) is found the
+    way transformers finds it: offline, in a cache laid out as the Hub's (HF_HUB_CACHE), here holding the tiny model;
+    an id found nowhere is refused naming the key and the cache it looked in."""
+    import shutil
+    from omni_gspo.tiny import tiny_model_dir
+    rev, repo = '0123456789abcdef0123456789abcdef01234567', tmp_path/'hub'/'models--tiny-org--tiny-thinker'
+    shutil.copytree(tiny_model_dir('small', 300), repo/'snapshots'/rev)
+    (repo/'refs').mkdir(); (repo/'refs'/'main').write_text(rev)
+    env = os.environ | {'HF_HUB_CACHE': str(tmp_path/'hub'), 'HF_HUB_OFFLINE': '1'}
+    script = str(Path(sys.executable).with_name('omni-gspo'))
+    r = subprocess.run([script, 'plan', 'model.path=tiny-org/tiny-thinker'], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and 'actor weights' in r.stdout, r.stderr[-2000:]   # transformers read its config
+    r = subprocess.run([script, 'config', 'model.path=tiny-org/no-such-model'], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert (r.returncode == 2
+            and r.stderr.startswith("omni-gspo: error: model.path 'tiny-org/no-such-model': ")), r.stderr
+    assert f"Hugging Face cache {tmp_path/'hub'} (HF_HUB_OFFLINE is set: no download)" in r.stderr, r.stderr

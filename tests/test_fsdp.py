@@ -36,8 +36,10 @@ STEP_TOL = dict(rtol=1e-5, atol=LR / 100)
 def policy(lora_rank, dtype):
     "The tiny thinker, LoRA (adapters randomised so that merging matters) or full-parameter, the same in every process."
     torch.manual_seed(0)
+    # full-parameter: the towers frozen (their default trains them; a text batch would leave them without gradients)
+    towers = {'model.freeze_vision_tower': True, 'model.freeze_audio_tower': True} if lora_rank == 0 else {}
     m = configure_trainable(load_model(tiny_model_dir('small', 300), dtype, torch.device('cpu')),
-                            build_config(overrides={'model.lora_rank': lora_rank}).model)
+                            build_config(overrides={'model.lora_rank': lora_rank} | towers).model)
     with torch.no_grad():
         for n, p in m.named_parameters():
             if 'lora_B' in n: p.normal_(0, 0.1)

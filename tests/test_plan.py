@@ -2,6 +2,7 @@
 `omni-gspo plan` prints the plan, and `omni-gspo train` refuses a config that cannot fit before it loads anything
 (08b_plan, 10_launch)."""
 import sys
+import pytest
 from pathlib import Path
 from console import run_main as run_cli   # the script's `main` in this process: tests/console.py says why
 
@@ -34,3 +35,35 @@ def test_cli_train_refuses_what_cannot_fit(tmp_path):
     assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-2000:]
     assert 'the memory plan does not fit' in r.stderr and 'no single change' in r.stderr, r.stderr
     assert not (tmp_path/'run').exists()                         # refused before the run folder, workers or weights
+
+
+UPSTREAM_DEVICE_GB = {'gpu': 80, 'npu': 64}   # the scripts' H800 80 GB and Ascend 910C 64 GB
+
+
+def preset_names()->list[tuple[str, str]]:
+    "Every preset but OPD's: its teacher's placement (devices of its own, issue 41's other half) decides its plan."
+    from omni_gspo.presets import PRESETS
+    return [k for k in PRESETS if k != ('opd-lora', 'mmk12')]
+
+
+@pytest.mark.parametrize('preset,recipe', preset_names())
+def test_every_preset_fits_its_upstream_devices(tmp_path, preset, recipe):
+    "`omni-gspo plan` on each preset, only model.path given, at its script's device count and memory: it fits."
+    from omni_gspo.presets import preset_config
+    ckpt = str(real_thinker(tmp_path))
+    device = preset_config(recipe, preset, {'model.path': ckpt}).hardware.device
+    r = run_cli('plan', f'recipe={recipe}', f'preset={preset}', f'model.path={ckpt}',
+                f'hardware.device_memory_gb={UPSTREAM_DEVICE_GB[device]}', cwd=tmp_path)
+    assert r.returncode == 0 and 'fits,' in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
+
+
+def test_upstream_fits_by_its_offloads(tmp_path):
+    "gsm8k on 4 × 80 GB: upstream's param_offload / optimizer_offload are what make it fit (issue 41: 0.20 GiB over)."
+    args = ('plan', 'recipe=gsm8k', 'preset=gpu-lora', f'model.path={real_thinker(tmp_path)}',
+            'hardware.device_memory_gb=80')
+    kept = run_cli(*args, 'actor.param_offload=false', 'actor.optimizer_offload=false', cwd=tmp_path)
+    assert kept.returncode == 3 and 'does not fit, 0.20 GiB over' in kept.stdout, kept.stdout
+    assert 'actor.param_offload=true actor.optimizer_offload=true' in kept.stdout, kept.stdout
+    r = run_cli(*args, cwd=tmp_path)
+    gen = {l.split()[0]: l.split()[-1] for l in r.stdout.splitlines()[2:] if l.startswith('  actor weights')}
+    assert r.returncode == 0 and gen == {'actor': '-'}, r.stdout   # the actor's weights off the device while vLLM runs

@@ -4,12 +4,13 @@ verl's own keys.
 
 The values are read from verl-project/verl-omni, examples/gspo_trainer/qwen3_omni/ (main @ a1139baf; AVQA GPU @
 72d104b5; the OPD script from PR #375), written here as the script writes them: (verl key, value, our key)."""
-import ast, json, subprocess, sys
+import ast, json, subprocess, sys, types
+from contextlib import contextmanager
 from pathlib import Path
 import pytest
 from omni_gspo.config import get_key, verl_equivalent
 from omni_gspo.launch import notebook_config
-from omni_gspo.presets import PRESETS, missing_features, preset_config
+from omni_gspo.presets import PRESETS, preset_config
 
 ROOT = Path(__file__).resolve().parent.parent
 from console import run_main as cli
@@ -24,7 +25,10 @@ def thinker(tmp_path_factory)->str:
     return str(d)
 A = 'actor_rollout_ref.'
 QKVO = ['q_proj', 'k_proj', 'v_proj', 'o_proj']
-DERIVED = {('actor.fsdp', 'fsdp2'): True, ('rollout.engine', 'vllm_omni'): 'vllm'}   # upstream -> ours where different
+DERIVED = {('actor.fsdp', 'fsdp2'): True, ('rollout.engine', 'vllm_omni'): 'vllm',   # upstream -> ours where different
+           # verl @ 8a694930 declares freeze_vision_tower (verl/workers/config/actor.py:161) and reads it nowhere: the
+           # towers train in full-parameter runs (LoRA freezes them anyway); ours is off, which trains them too
+           ('model.freeze_vision_tower', True): False}
 
 def script(*triples): return {ours: (verl, v) for verl, v, ours in triples}
 
@@ -38,6 +42,9 @@ GSM8K_GPU = script(   # run_qwen3_omni_thinker_gspo_lora_v1.sh
     (A + 'model.enable_gradient_checkpointing', True, 'actor.activation_checkpointing'),
     (A + 'actor.freeze_vision_tower', True, 'model.freeze_vision_tower'),
     (A + 'actor.strategy', 'fsdp2', 'actor.fsdp'),
+    (A + 'actor.fsdp_config.param_offload', True, 'actor.param_offload'),
+    (A + 'actor.fsdp_config.optimizer_offload', True, 'actor.optimizer_offload'),
+    (A + 'actor.fsdp_config.offload_policy', False, 'actor.fsdp_cpu_offload'),   # not set: verl's default
     (A + 'actor.optim.lr', 3e-6, 'actor.optim.lr'),
     (A + 'actor.optim.weight_decay', 0.01, 'actor.optim.weight_decay'),
     (A + 'actor.optim.clip_grad', 1.0, 'actor.optim.grad_clip'),
@@ -53,6 +60,7 @@ GSM8K_GPU = script(   # run_qwen3_omni_thinker_gspo_lora_v1.sh
     (A + 'rollout.tensor_model_parallel_size', 2, 'rollout.tensor_parallel_size'),
     (A + 'rollout.gpu_memory_utilization', 0.8, 'rollout.vllm.gpu_memory_utilization'),
     (A + 'rollout.max_num_seqs', 1024, 'rollout.vllm.max_num_seqs'),   # not set: verl's default
+    (A + 'actor.fsdp_config.use_torch_compile', True, 'actor.compile'),   # not set: verl's default
     (A + 'rollout.cudagraph_capture_sizes', [], 'rollout.vllm.cudagraph_capture_sizes'),   # not set: vLLM's own list
     ('trainer.logger', ['console', 'wandb'], 'logging.loggers'),
     ('trainer.n_gpus_per_node', 4, 'hardware.gpus_per_node'),
@@ -77,7 +85,6 @@ AVQA_NPU = {k: v for k, v in AVQA_GPU.items() if k not in FULL} | script(   # ru
     (A + 'actor.optim.lr', 1e-6, 'actor.optim.lr'),
     (A + 'actor.optim.weight_decay', 0.1, 'actor.optim.weight_decay'),
     (A + 'actor.entropy_from_logits_chunk_size', 2048, 'actor.logits_chunk_tokens'),
-    (A + 'actor.fsdp_config.param_offload', True, 'actor.fsdp_cpu_offload'),
     (A + 'actor.fsdp_config.use_torch_compile', False, 'actor.compile'),
     (A + 'model.override_config.attn_implementation', 'sdpa', 'model.attn_implementation'),
     (A + 'rollout.gpu_memory_utilization', 0.6, 'rollout.vllm.gpu_memory_utilization'),
@@ -88,8 +95,8 @@ AVQA_NPU = {k: v for k, v in AVQA_GPU.items() if k not in FULL} | script(   # ru
     (None, 'npu', 'hardware.device'),
     (None, 42, 'trainer.seed'))   # ASCEND devices; data.seed=42
 MMK12_OPD = MMK12_GPU | script(   # run_qwen3_omni_thinker_gspo_lora_mmk12_v1_opd.sh (PR #375)
-    (A + 'rollout.cudagraph_capture_sizes', [1, 2, 4, 16, 64, 128, 512, 1024, 2048, 3072, 4096],
-     'rollout.vllm.cudagraph_capture_sizes'),
+    # the script lists Ascend's sparse sizes; on GPU the preset keeps the MMK12 GPU script's (none: vLLM's own list)
+    (A + 'rollout.cudagraph_capture_sizes', [], 'rollout.vllm.cudagraph_capture_sizes'),
     ('trainer.logger', ['console', 'tensorboard'], 'logging.loggers'),
     ('trainer.n_gpus_per_node', 8, 'hardware.gpus_per_node'))
 UPSTREAM = {('gpu-lora', 'gsm8k'): GSM8K_GPU, ('gpu-lora', 'mmk12'): MMK12_GPU, ('gpu-lora', 'avqa'): AVQA_GPU,
@@ -115,8 +122,48 @@ def test_preset_equals_its_upstream_script(preset, recipe, thinker):
     for key, (verl, value) in UPSTREAM[preset, recipe].items():
         assert shown[key] == get_key(built, key) == ours(key, value), (key, verl, value, shown[key])
         if verl and verl.removeprefix(A) != key: assert key in verl_equivalent(verl), (verl, key)
-    assert shown['model.freeze_audio_tower'] and shown['actor.fsdp']                    # the towers stay frozen, FSDP2
-    assert bool(missing_features(built)) == (preset == 'npu-full')      # TP 2 runs; vLLM on an NPU does not yet
+    assert shown['actor.fsdp'] and not shown['model.freeze_audio_tower']        # FSDP2; the towers train where all do
+
+
+@contextmanager
+def plugin(installed:bool):
+    "A stand-in `vllm_ascend` (vLLM's Ascend platform plugin) in `sys.modules`, or a machine on which it is missing."
+    sys.modules['vllm_ascend'] = types.ModuleType('vllm_ascend') if installed else None
+    try: yield
+    finally: sys.modules.pop('vllm_ascend')
+
+
+@pytest.mark.parametrize('preset,recipe', list(UPSTREAM))
+def test_train_takes_every_preset(preset, recipe, thinker, tmp_path):
+    "What `train` checks before it loads anything passes for each preset given only model.path (the NPU one: with a "
+    "stand-in vllm-ascend; a logger package this machine lacks aside)."
+    from omni_gspo.config import check_config
+    from omni_gspo.launch import run_problems
+    from omni_gspo.platform import check_vllm_platform
+    cfg = preset_config(recipe, preset, {'model.path': thinker, 'trainer.output_dir': str(tmp_path/'run')})
+    check_config(cfg)
+    assert [p for p in run_problems(cfg) if not p.startswith('logging.loggers')] == []
+    with plugin(True): check_vllm_platform(cfg.hardware.device)
+
+
+def test_npu_full_trains_what_verl_trains(thinker):
+    "verl's full-parameter run trains the vision and audio encoders (its freeze_vision_tower is read by nothing)."
+    from omni_gspo.plan import model_sizes
+    s = model_sizes(preset_config('avqa', 'npu-full', {'model.path': thinker}))
+    assert s.towers == 0 and s.frozen == 0 and s.trainable > 0, s     # every weight trains, the towers included
+
+
+def test_train_without_the_ascend_plugin_is_one_line(tmp_path, thinker):
+    "`omni-gspo train … preset=npu-full` on a machine with an NPU (stand-in) but no vllm-ascend: one line, the package."
+    sys.modules['torch_npu'] = types.ModuleType('torch_npu')
+    sys.modules['torch_npu'].npu = types.SimpleNamespace(is_available=lambda: True, device_count=lambda: 16)
+    try:
+        with plugin(False):
+            r = cli('train', 'recipe=avqa', 'preset=npu-full', f'model.path={thinker}', cwd=tmp_path)
+    finally: sys.modules.pop('torch_npu')
+    assert r.returncode == 2 and r.stderr.count('\n') == 1, r.stderr
+    assert "vLLM on hardware.device='npu' runs through its platform plugin vllm_ascend" in r.stderr, r.stderr
+    assert 'pip install vllm-ascend' in r.stderr and not (tmp_path/'runs').exists()
 
 
 def test_preset_opd_teacher_is_a_second_checkpoint(tmp_path):
@@ -139,8 +186,6 @@ def test_user_overrides_beat_the_preset(thinker):
     assert (shown['actor.optim.lr'], shown['rollout.tensor_parallel_size'], shown['rollout.n']) == (1e-5, 1, 16)
     # the preset's epochs: inert, left out
     assert (shown['trainer.max_steps'], shown['trainer.total_epochs']) == (3, 1)
-    assert missing_features(preset_config('avqa', 'gpu-lora',
-                                          [f'model.path={thinker}', 'rollout.tensor_parallel_size=1'])) == []
 
 
 @pytest.mark.parametrize('args,msg', [
@@ -178,7 +223,7 @@ def test_config_refuses_tensor_parallel_beyond_a_node(tmp_path, thinker):
 
 
 GPU_ONLY = ('rollout.vllm.cuda_graphs', 'rollout.vllm.gpu_memory_utilization',   # left out on a CPU (inert there)
-            'rollout.vllm.cudagraph_capture_sizes')
+            'rollout.vllm.cudagraph_capture_sizes', 'actor.param_offload', 'actor.optimizer_offload')
 
 @pytest.mark.parametrize('preset,recipe', list(UPSTREAM))
 def test_notebook_config_takes_the_preset(preset, recipe, thinker):

@@ -25,7 +25,8 @@ from transformers import (Qwen2Config, Qwen2ForCausalLM, Qwen3OmniMoeThinkerConf
                           Qwen3OmniMoeThinkerForConditionalGeneration)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from omni_gspo.config import atomic_write_text, build_config
+from omni_gspo.config import build_config
+from omni_gspo.files import atomic_write_text
 from omni_gspo.data import Prompt
 from omni_gspo.logprobs import completion_logprobs
 from omni_gspo.rollout import HFEngine, rollout_parity

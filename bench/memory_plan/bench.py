@@ -146,7 +146,7 @@ def rollout_worker(a, model, dev):
     cfg = build_config('gsm8k', over)
     eng, start_s = clock(lambda: VLLMEngine(model, tok, cfg.rollout, banned=banned, adapter=ad,
                                             max_model_len=a.prompt + a.response,
-                                            **vllm_settings(cfg.rollout.vllm)), dev)
+                                            **vllm_settings(cfg.rollout.vllm, cfg.hardware.device)), dev)
     # what each step's sync sends
     changed = sum(v.numel() * v.element_size() for _, v in export_weights(model, changed_only=True))
     return RolloutWorker(eng), prompt, {'engine_start_s': round(start_s, 1), 'synced_gib_per_step': gib(changed),

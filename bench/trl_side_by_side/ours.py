@@ -90,7 +90,7 @@ def build_checkpoint(dest:Path, tokenizer_dir:Path, tiny:bool, seed:int, dtype:s
     `dest`."""
     import torch
     from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
-    from omni_gspo.config import atomic_dir
+    from omni_gspo.files import atomic_dir
     if (dest / "config.json").is_file(): return dest
     tok = AutoTokenizer.from_pretrained(tokenizer_dir)
     if tok("Hello world")["input_ids"] != [9707, 1879]:

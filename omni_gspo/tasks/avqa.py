@@ -8,12 +8,12 @@ import json, os, random, re, tempfile
 from collections import Counter
 from pathlib import Path
 import numpy as np
-from ..config import atomic_path, atomic_write_text
+from ..files import atomic_path, atomic_write_text
 from ..data import read_rows, rl_row
 from ..media import MediaError, load_audio, load_image, png_bytes, write_wav
 from .common import (COLOURS, MEDIA_RECIPE, Dropped, Task, as_text, beeps, choices, convert_splits,
                                     converter_parser, file_problem, has_espeak, random_shapes, register_task,
-                                    run_converter, shapes_image, speak, text_only)
+                                    run_converter, shapes_image, speak, system_turn, text_only)
 
 # %% auto #0
 __all__ = ['AVQA_SOURCE', 'AVQA_OUTPUTS', 'AVQA_FILES', 'AVQA_DROP_REASONS', 'SYSTEM_PROMPT', 'OPTION', 'SOLUTION', 'AVQA_TASK',
@@ -34,7 +34,7 @@ SYSTEM_PROMPT = ("Consider the question the way a person would when thinking it 
                  "see\", and check your reasoning as you go. Write the whole reasoning inside <think> </think> "
                  "tags, then give only the letter of the chosen option (for example A, B, C or D) as the final "
                  "answer inside <answer> </answer> tags.")
-OPTION = re.compile(r'^\s*([A-H])[.)、:]\s*(.+?)\s*$')
+OPTION = re.compile(r'^\s*([A-H])[.)、:]\s*(.+?)\s*$', re.I)
 SOLUTION = re.compile(r'<answer>\s*([A-H])\s*</answer>', re.I)
 
 def parse_options(options, # a record's 'options': a list of 'A. text' strings
@@ -44,8 +44,8 @@ def parse_options(options, # a record's 'options': a list of 'A. text' strings
     out = {}
     for o in options:
         m = OPTION.match(o) if isinstance(o, str) else None
-        if m is None or not m[2].strip() or m[1] in out: raise Dropped('invalid_options')
-        out[m[1]] = m[2].strip()
+        if m is None or not m[2].strip() or m[1].upper() in out: raise Dropped('invalid_options')
+        out[m[1].upper()] = m[2].strip()
     return out
 
 def solution_letter(solution, # a record's 'solution', e.g. '<answer>B</answer>'
@@ -130,11 +130,12 @@ def avqa_row(rec, # one AVQA record (a JSON object)
              index:int, # its position in the source file
              split:str, # output split name
              split_dir:str, # absolute split folder, where the media paths start
+             system_prompt:str|None=None, # the system message; None: `SYSTEM_PROMPT`
             )->dict:
     "The RL row of an AVQA record, or `Dropped` with the first failed check."
     if not isinstance(rec, dict): raise Dropped('invalid_record')
-    problem = rec.get('problem')
-    if not isinstance(problem, str) or not problem.strip(): raise Dropped('empty_problem')
+    problem = rec.get('problem').strip() if isinstance(rec.get('problem'), str) else ''
+    if not problem: raise Dropped('empty_problem')
     if rec.get('data_type') != 'image_audio': raise Dropped('unsupported_modality')
     options = parse_options(rec.get('options'))
     letter = solution_letter(rec.get('solution'), options)
@@ -143,20 +144,23 @@ def avqa_row(rec, # one AVQA record (a JSON object)
     audio = media_path(split_dir, paths.get('audio'), 'missing_audio')
     try: load_image(image, 'AVQA'); load_audio(audio, 'AVQA')        # a corrupt file: a drop, not a crash in training
     except MediaError as e: raise Dropped(e.reason) from None         # 'bad_image' or 'bad_audio'
-    user = '<image><audio>' + problem.strip() + '\nOptions:\n' + '\n'.join(f'{L}. {t}' for L, t in options.items())
-    extra = {'split': split, 'index': index, 'problem_id': as_text(rec.get('problem_id')), 'dataset': 'AVQA-R1-6K',
-             'problem_type': as_text(rec.get('problem_type')), 'raw_problem': problem, 'raw_solution': rec['solution'],
-             'options': json.dumps(options, ensure_ascii=False)}
-    return rl_row(AVQA_SOURCE, [{'role': 'system', 'content': SYSTEM_PROMPT}, {'role': 'user', 'content': user}],
-                  f'<answer>{letter}</answer>', 'audio_visual_qa', extra, images=[{'image': image}], audios=[audio])
+    user = '<image><audio>' + problem + '\nOptions:\n' + '\n'.join(f'{L}. {t}' for L, t in options.items())
+    extra = {'split': split, 'index': index, 'problem_id': as_text(rec.get('problem_id', index)),
+             'dataset': 'AVQA-R1-6K', 'problem_type': as_text(rec.get('problem_type')), 'raw_problem': problem,
+             'raw_solution': rec['solution'], 'options': json.dumps(options, ensure_ascii=False)}
+    system = system_turn(SYSTEM_PROMPT if system_prompt is None else system_prompt)
+    prompt = system + [{'role': 'user', 'content': user}]
+    return rl_row(AVQA_SOURCE, prompt, f'<answer>{letter}</answer>', 'audio_visual_qa', extra,
+                  images=[{'image': image}], audios=[audio])
 
 def convert_avqa(input_dir:str|Path, # folder with train/omni_rl_format_train.json and valid/omni_rl_format_valid.json
                  output_dir:str|Path, # folder for train.parquet and validation.parquet
+                 system_prompt:str|None=None, # the system message of every prompt; None: `SYSTEM_PROMPT`
                 )->dict:
     "Convert AVQA-R1-6K to `train.parquet` and `validation.parquet` in `output_dir`; print and return stats per split."
     paths = {split: Path(input_dir)/AVQA_FILES[src] for src, split in AVQA_OUTPUTS.items()}
     splits = {split: [(p, read_rows(p, 'AVQA file'))] for split, p in paths.items()}
-    def make_row(split): return lambda r, i: avqa_row(r, i, split, os.path.abspath(paths[split].parent))
+    def make_row(split): return lambda r, i: avqa_row(r, i, split, os.path.abspath(paths[split].parent), system_prompt)
     def answers(rows):
         return {'answers': dict(sorted(Counter(SOLUTION.fullmatch(r['reward_model']['ground_truth'])[1]
                                                for r in rows).items()))}
@@ -168,7 +172,7 @@ def main(argv:list[str]|None=None, # command-line arguments (default: sys.argv[1
     "Command line: convert AVQA-R1-6K to RL parquet files; returns the stats."
     p = converter_parser('avqa',
                          'Convert AVQA-R1-6K (JSON records with image and audio files) to verl RL parquet files.')
-    return run_converter(p, lambda a: convert_avqa(a.input, a.output), argv)
+    return run_converter(p, lambda a: convert_avqa(a.input, a.output, a.system_prompt), argv)
 
 # %% ../../nbs/02e_task_avqa.ipynb #0ad82459
 _TAGGED = re.compile(r'<answer>\s*(.*?)\s*</answer>', re.DOTALL)
@@ -179,19 +183,22 @@ def answer_payload(text:str, # a response or a tagged solution
     m = _TAGGED.search(text)
     return m.group(1).strip() if m else ''
 
-def _same_choice(pred:str, gold:str)->bool:
-    "Exact match, except that a single letter matches in either case."
-    if len(gold) == 1 and gold.isalpha(): return len(pred) == 1 and pred.upper() == gold.upper()
+def _same_choice(pred:str, gold:str, choice_case:str)->bool:
+    "Exact match; with `choice_case='any'`, a single letter also matches in the other case."
+    if choice_case == 'any' and len(gold) == 1 and gold.isalpha():
+        return len(pred) == 1 and pred.upper() == gold.upper()
     return pred == gold
 
 def avqa_reward(response:str, # decoded response
                 ground_truth:str, # the tagged solution, e.g. '<answer>B</answer>'
+                choice_case:str='exact', # `reward.choice_case`: 'exact' (verl-omni) or 'any' (a letter in either case)
                )->dict:
     "Choice reward: the first `<answer>` payload of `response` must match the ground truth's payload."
+    if choice_case not in ('exact', 'any'): raise ValueError(f"choice_case {choice_case!r}: expected 'exact' or 'any'")
     gold = answer_payload(ground_truth)
     if not gold: raise ValueError(f"AVQA ground truth {ground_truth!r}: expected '<answer>LETTER</answer>'")
     pred = answer_payload(response)
-    accuracy = float(bool(pred) and _same_choice(pred, gold))
+    accuracy = float(bool(pred) and _same_choice(pred, gold, choice_case))
     return {'score': accuracy, 'accuracy': accuracy}
 
 # %% ../../nbs/02e_task_avqa.ipynb #7b66b649
@@ -206,7 +213,7 @@ def avqa_pairs(n:int, # pairs to make
 AVQA_TASK = register_task(Task(
     'avqa', AVQA_SOURCE, ('image', 'audio'), tuple(AVQA_OUTPUTS.values()),
     write_source=lambda d, n, seed: write_avqa_source(d, n, n, seed), convert=convert_avqa,
-    reward=lambda response, gt, extra_info, format_score: avqa_reward(response, gt),
+    reward=lambda response, gt, extra_info, rules: avqa_reward(response, gt, rules.choice_case),
     recipe=MEDIA_RECIPE | {'trainer.output_dir': 'runs/avqa/{time}', 'data.train_file': 'generated:avqa',
                            'data.val_file': 'generated:avqa'},
     warm_start=avqa_pairs))

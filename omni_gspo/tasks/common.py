@@ -4,7 +4,7 @@
 
 # %% ../../nbs/02b_tasks.ipynb #563790b4
 from __future__ import annotations
-import argparse, errno, importlib, io, json, os, random, re, shutil, stat, subprocess, tempfile
+import argparse, errno, io, json, os, random, re, shutil, stat, subprocess, tempfile
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
@@ -12,16 +12,16 @@ import pandas as pd
 from PIL import Image, ImageDraw, ImageFont
 from tqdm import tqdm
 from typing import Callable
-from ..config import ConfigError, check_key
+from ..config import ConfigError, check_key, register_recipe
 from ..data import DataError, rl_row, write_rl_parquet
-from ..media import PLACEHOLDER_RE, SAMPLE_RATE, example_from_rl_row, load_audio
+from ..media import PLACEHOLDER_RE, SAMPLE_RATE, example_from_rl_row, load_audio, to_rgb
 
 # %% auto #0
 __all__ = ['FILE_PROBLEMS', 'COLOURS', 'SHAPES', 'MEDIA', 'TASKS', 'BUILTIN_TASKS', 'MEDIA_RECIPE', 'Dropped', 'convert_records',
            'file_problem', 'NoRowKept', 'EmptySplitError', 'convert_split', 'as_text', 'convert_splits', 'print_stats',
-           'converter_parser', 'run_converter', 'shapes_image', 'text_image', 'random_shapes', 'choices', 'count_blobs',
-           'speak', 'beeps', 'has_espeak', 'count_beeps', 'csv_rl_rows', 'csv_to_rl', 'Task', 'task_problem',
-           'register_task', 'tasks', 'text_only']
+           'converter_parser', 'read_system_prompt', 'system_turn', 'run_converter', 'shapes_image', 'text_image',
+           'random_shapes', 'choices', 'count_blobs', 'speak', 'beeps', 'has_espeak', 'count_beeps', 'csv_rl_rows',
+           'csv_to_rl', 'Task', 'task_problem', 'register_task', 'tasks', 'text_only']
 
 # %% ../../nbs/02b_tasks.ipynb #4f81c0eb
 class Dropped(Exception):
@@ -132,11 +132,29 @@ def print_stats(stats:dict[str, dict])->dict:
 def converter_parser(task:str, # the module under `omni_gspo.tasks`
                      description:str, # the command's `--help` text
                     )->argparse.ArgumentParser:
-    "The argument parser shared by the converter commands: `--input` and `--output`."
+    "The argument parser shared by the converter commands: `--input`, `--output` and `--system-prompt-file`."
     p = argparse.ArgumentParser(prog=f'python -m omni_gspo.tasks.{task}', description=description)
     p.add_argument('--input', required=True, help='upstream dataset (file or folder)')
     p.add_argument('--output', required=True, help='folder for the RL parquet files')
+    p.add_argument('--system-prompt-file', metavar='FILE',
+                   help="UTF-8 text: the system message of every prompt, instead of the task's own")
     return p
+
+def read_system_prompt(path:str|Path|None, # a `--system-prompt-file`, or None
+                      )->str|None:
+    "The stripped text of a system prompt file; None for no file; a file that is no usable text raises `DataError`."
+    if path is None: return None
+    where = f"--system-prompt-file {str(path)!r}"
+    if (why := file_problem(path)): raise DataError(f"{where}: {why.replace('_', ' ')}")
+    try: text = Path(path).read_text(encoding='utf-8').strip()
+    except UnicodeDecodeError as e: raise DataError(f"{where}: not UTF-8 text (byte {e.start})") from None
+    if not text: raise DataError(f"{where} is empty; expected the text of the system message")
+    return text
+
+def system_turn(text:str|None, # the system message; None for none
+               )->list[dict]:
+    "The system turn a converted prompt starts with: `[{'role': 'system', 'content': text}]`, or [] for None."
+    return [] if text is None else [{'role': 'system', 'content': text}]
 
 def run_converter(p:argparse.ArgumentParser, # from `converter_parser`, plus any options of the task
                   convert, # `convert(args)` -> stats per split
@@ -144,7 +162,9 @@ def run_converter(p:argparse.ArgumentParser, # from `converter_parser`, plus any
                  )->dict:
     "Parse `argv`, convert, print the stats; a `DataError` ends the command with argparse's one-line error (exit 2)."
     a = p.parse_args(argv)
-    try: return print_stats(convert(a))
+    try:
+        a.system_prompt = read_system_prompt(a.system_prompt_file)
+        return print_stats(convert(a))
     except EmptySplitError as e:
         print_stats(e.stats); p.error(f"{type(e).__name__}: {e}")
     except DataError as e: p.error(str(e))
@@ -200,7 +220,7 @@ def count_blobs(png:bytes, # PNG-encoded image
                 colour:str|None=None, # a name from `COLOURS`; None: any non-white colour
                )->int:
     "Connected regions of `colour` (any non-white colour if None) in a PNG."
-    a = np.asarray(Image.open(io.BytesIO(png)).convert('RGB'))[::4, ::4].astype(int)
+    a = np.asarray(to_rgb(Image.open(io.BytesIO(png))))[::4, ::4].astype(int)   # transparent: white
     m = (a != 255).any(-1) if colour is None else (a == COLOURS[colour]).all(-1)
     seen, n = np.zeros_like(m), 0
     for y, x in zip(*np.nonzero(m)):
@@ -303,7 +323,9 @@ class Task:
     splits: tuple[str, str] # its converted splits (training, held-out): `{split}.parquet` in the converter's output
     write_source: Callable # `write_source(folder, n, seed)`: a generated source in the upstream format, n rows a split
     convert: Callable # `convert(source, output_dir)` -> stats per split: the converter
-    reward: Callable # `reward(response, ground_truth, extra_info, format_score)` -> a score or a dict with 'score'
+    # `reward(response, ground_truth, extra_info, rules)` -> a score or a dict with 'score'; `rules`: the `reward`
+    # config section (`RewardConfig`), whose rule keys (format_score, choice_case) a task's reward may read
+    reward: Callable
     recipe: dict # the overrides of `recipe=NAME` (dotted config keys)
     warm_start: Callable # `warm_start(n, seed)` -> n (chat messages, answer) pairs in the answer format of `reward`
     examples: Callable|None = None # `examples(rows, where)` -> `Example`s of upstream rows, read as they are
@@ -339,15 +361,17 @@ def task_problem(t:Task)->str|None:
     return None
 
 def register_task(t:Task)->Task:
-    "Add `t` to `TASKS` (registered again under its name, it replaces the earlier); a bad field raises `ValueError`."
+    ("Add `t` to `TASKS` and its recipe to `omni_gspo.config` (registered again under its name, it replaces the "
+     "earlier); a bad field raises `ValueError`.")
     if (why := task_problem(t)): raise ValueError(why)
+    register_recipe(t.name, t.recipe)
     TASKS[t.name] = t
     return t
 
 def tasks()->dict[str, Task]:
-    "Every task by name: the built-in ones (their modules imported now) in `BUILTIN_TASKS` order, then the others."
+    ("Every task by name: the built-in ones (registered when the package `omni_gspo.tasks` is imported, as it is "
+     "before this module) in `BUILTIN_TASKS` order, then the others.")
     for m in BUILTIN_TASKS:
-        importlib.import_module(f'omni_gspo.tasks.{m}')
         if m not in TASKS: raise RuntimeError(f"omni_gspo.tasks.{m} registered no task named {m!r}")
     return {m: TASKS[m] for m in BUILTIN_TASKS} | TASKS
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import random, re
 from pathlib import Path
 from ..data import DataError, Example, read_rows, rl_row, write_rows
-from .common import Dropped, Task, convert_splits, converter_parser, register_task, run_converter
+from .common import (Dropped, Task, convert_splits, converter_parser, register_task, run_converter,
+                                    system_turn)
 
 # %% auto #0
 __all__ = ['GSM8K_SOURCE', 'GSM8K_INSTRUCTION', 'GSM8K_SPLITS', 'GSM8K_SUBSETS', 'GSM8K_DROP_REASONS', 'GSM8K_TASK',
@@ -116,6 +117,7 @@ GSM8K_DROP_REASONS = ('invalid_record', 'empty_question', 'answer_not_text', 'no
 def gsm8k_row(rec, # one source record, expected `{question, answer}`
               index:int, # the row's place in its source split
               split:str, # 'train' or 'test', kept in `extra_info`
+              system_prompt:str|None=None, # a system message before the question; None: none, as upstream
              )->dict:
     "The RL row of a GSM8K-format row, or `Dropped` with the first failed check."
     if not isinstance(rec, dict): raise Dropped('invalid_record')
@@ -124,18 +126,19 @@ def gsm8k_row(rec, # one source record, expected `{question, answer}`
     if not isinstance(a, str): raise Dropped('answer_not_text')
     try: e, = gsm8k_examples([rec])
     except DataError: raise Dropped('no_final_answer') from None   # the only check of gsm8k_examples left to fail
-    return rl_row(e.data_source, e.messages, e.ground_truth, 'math',
+    return rl_row(e.data_source, system_turn(system_prompt) + e.messages, e.ground_truth, 'math',
                   {'split': split, 'index': index, 'answer': a, 'question': q})
 
 def convert_gsm8k(input:str|Path, # a GSM8K-format file, or a folder of train*/test* files (or of main/, socratic/)
                   output_dir:str|Path, # folder `train.parquet` / `test.parquet` go to
                   subset:str='main', # the subfolder of a Hugging Face download to read, see `gsm8k_inputs`
+                  system_prompt:str|None=None, # a system message for every prompt; None: none, as upstream
                  )->dict:
     "Convert GSM8K-format data to `train.parquet` / `test.parquet` in `output_dir`; print and return stats per split."
     splits = {split: [(f, read_rows(f, 'GSM8K file')) for f in paths]
               for split, paths in gsm8k_inputs(input, subset).items()}
-    return convert_splits(splits, lambda split: lambda r, i: gsm8k_row(r, i, split), GSM8K_DROP_REASONS, 'GSM8K file',
-                          output_dir)
+    return convert_splits(splits, lambda split: lambda r, i: gsm8k_row(r, i, split, system_prompt), GSM8K_DROP_REASONS,
+                          'GSM8K file', output_dir)
 
 # %% ../../nbs/02c_task_gsm8k.ipynb #4590a8f1
 def main(argv:list[str]|None=None)->dict:
@@ -143,7 +146,7 @@ def main(argv:list[str]|None=None)->dict:
     p = converter_parser('gsm8k', 'Convert GSM8K-format problems to verl RL parquet files.')
     p.add_argument('--subset', default='main', choices=GSM8K_SUBSETS,
                    help="the subfolder read from a Hugging Face download of openai/gsm8k")
-    return run_converter(p, lambda a: convert_gsm8k(a.input, a.output, a.subset), argv)
+    return run_converter(p, lambda a: convert_gsm8k(a.input, a.output, a.subset, a.system_prompt), argv)
 
 # %% ../../nbs/02c_task_gsm8k.ipynb #8d6011b4
 # verl/utils/reward_score/gsm8k.py: extract_solution(method='strict') clips the response to its last
@@ -176,7 +179,7 @@ def gsm8k_pairs(rows:list[dict])->list[tuple[list[dict], str]]:
 
 GSM8K_TASK = register_task(Task(
     'gsm8k', GSM8K_SOURCE, (), GSM8K_SPLITS, write_source=write_gsm8k_splits, convert=convert_gsm8k,
-    reward=lambda response, gt, extra_info, format_score: gsm8k_reward(response, gt, format_score),
+    reward=lambda response, gt, extra_info, rules: gsm8k_reward(response, gt, rules.format_score),
     recipe={'trainer.output_dir': 'runs/gsm8k/{time}', 'data.max_prompt_length': 128, 'rollout.response_length': 48},
     warm_start=lambda n, seed: gsm8k_pairs(make_gsm8k_rows(n, seed)),
     examples=gsm8k_examples, make_rows=make_gsm8k_rows))

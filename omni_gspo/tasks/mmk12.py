@@ -10,12 +10,12 @@ from pathlib import Path
 import pyarrow as pa, pyarrow.parquet as pq
 from PIL import Image
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
-from ..config import atomic_path
+from ..files import atomic_path
 from ..data import DataError, rl_row
 from ..media import png_bytes
 from .common import (COLOURS, MEDIA_RECIPE, Dropped, Task, as_text, choices, convert_splits,
                                     converter_parser, random_shapes, register_task, run_converter, shapes_image,
-                                    text_image, text_only)
+                                    system_turn, text_image, text_only)
 
 # %% auto #0
 __all__ = ['MMK12_SOURCE', 'MMK12_SPLITS', 'MMK12_COLUMNS', 'MMK12_DROP_REASONS', 'INSTRUCTION', 'OPTION_LINE', 'MMK12_SCHEMA',
@@ -39,9 +39,9 @@ def parse_options(question:str)->dict[str, str]:
     return {m[1]: m[2] for line in question.splitlines() if (m := OPTION_LINE.match(line))}
 
 def answer_type(answer:str)->str:
-    "'option' (one letter A–E), 'numeric' (digits after removing one '-' and one '.'), or 'other'."
+    "'option' (one letter A–E, either case), 'numeric' (digits after removing one '-' and one '.'), or 'other'."
     a = answer.strip()
-    if len(a) == 1 and a in 'ABCDE': return 'option'
+    if len(a) == 1 and a.upper() in 'ABCDE': return 'option'
     return 'numeric' if a.replace('-', '', 1).replace('.', '', 1).isdigit() else 'other'
 
 # %% ../../nbs/02d_task_mmk12.ipynb #af5ef7cd
@@ -118,12 +118,13 @@ def mmk12_row(rec:dict, # one MMK12 record: question, answer, image
               index:int, # the record's place in its split
               split:str, # 'train' or 'test', kept in `extra_info`
               verify_images:bool=True, # drop images Pillow cannot verify
+              system_prompt:str|None=None, # a system message before the user turn; None: none, as upstream
              )->dict:
     "The RL row of an MMK12 record, or `Dropped` with the failed keep rule."
-    q, a, img = as_text(rec['question']), as_text(rec['answer']), rec['image']
-    if not q.strip(): raise Dropped('empty_question')
-    if not a.strip(): raise Dropped('empty_answer')
-    data = img.get('bytes') if isinstance(img, dict) else None
+    q, a, img = as_text(rec['question']).strip(), as_text(rec['answer']).strip(), rec['image']
+    if not q: raise Dropped('empty_question')
+    if not a: raise Dropped('empty_answer')
+    data = img.get('bytes') if isinstance(img, dict) else bytes(img) if isinstance(img, (bytes, bytearray)) else None
     if not data: raise Dropped('empty_image')
     if verify_images:
         try: Image.open(io.BytesIO(data)).verify()
@@ -131,21 +132,22 @@ def mmk12_row(rec:dict, # one MMK12 record: question, answer, image
     extra = {'split': split, 'index': index, 'id': as_text(rec['id']), 'dataset': 'MMK12',
              'subject': as_text(rec['subject']),
              'raw_question': q, 'raw_answer': a, 'options': json.dumps(parse_options(q), ensure_ascii=False)}
-    return rl_row(MMK12_SOURCE, [{'role': 'user', 'content': f'<image>\n{INSTRUCTION}\n\n{q}'}], a, 'math_vl', extra,
-                  images=[{'bytes': data}])
+    prompt = system_turn(system_prompt) + [{'role': 'user', 'content': f'<image>\n{INSTRUCTION}\n\n{q}'}]
+    return rl_row(MMK12_SOURCE, prompt, a, 'math_vl', extra, images=[{'bytes': data}])
 
 # %% ../../nbs/02d_task_mmk12.ipynb #fb67d315
 def convert_mmk12(input_dir:str|Path, # folder of train-*.parquet and test-*.parquet shards
                   output_dir:str|Path, # folder `train.parquet` and `test.parquet` go to
                   verify_images:bool=True, # drop images Pillow cannot verify
+                  system_prompt:str|None=None, # a system message for every prompt; None: none, as upstream
                  )->dict:
     "Convert MMK12 shards to `train.parquet` and `test.parquet` in `output_dir`; print and return stats per split."
     shards = {split: read_mmk12_split(input_dir, split) for split in MMK12_SPLITS}
     def answer_types(rows):
         return {'answer_types': {t: sum(answer_type(r['reward_model']['ground_truth']) == t for r in rows)
                                                      for t in ('option', 'numeric', 'other')}}
-    return convert_splits(shards, lambda split: lambda r, i: mmk12_row(r, i, split, verify_images), MMK12_DROP_REASONS,
-                          'MMK12 shard', output_dir, answer_types)
+    def make_row(split): return lambda r, i: mmk12_row(r, i, split, verify_images, system_prompt)
+    return convert_splits(shards, make_row, MMK12_DROP_REASONS, 'MMK12 shard', output_dir, answer_types)
 
 # %% ../../nbs/02d_task_mmk12.ipynb #ce9a9b9b
 def main(argv:list[str]|None=None)->dict:
@@ -153,7 +155,7 @@ def main(argv:list[str]|None=None)->dict:
     p = converter_parser('mmk12', 'Convert MMK12 parquet shards to verl RL parquet files.')
     p.add_argument('--no-verify-images', action='store_true',
                    help="keep images without checking that Pillow can read them")
-    return run_converter(p, lambda a: convert_mmk12(a.input, a.output, verify_images=not a.no_verify_images), argv)
+    return run_converter(p, lambda a: convert_mmk12(a.input, a.output, not a.no_verify_images, a.system_prompt), argv)
 
 # %% ../../nbs/02d_task_mmk12.ipynb #8796db3f
 _ANGLE = re.compile(r'(\d+(\.\d+)?)\s*(°|\^\\circ|\\circ)')
@@ -173,17 +175,20 @@ def math_equal(prediction:str, # free text holding the answer, e.g. '$\\boxed{2}
     return float(bool(g) and bool(p) and verify(g, p, timeout_seconds=None))
 
 def _option_text(extra_info:dict, letter:str)->str|None:
-    "Text of option `letter` from `extra_info['options']` (a JSON object, or already a dict); None if absent."
-    opts = extra_info.get('options')
-    if isinstance(opts, str): opts = json.loads(opts) if opts.strip() else None
-    return opts.get(letter) if isinstance(opts, dict) else None
+    "Text of option `letter` in `extra_info['options']`, JSON text; None without it or if it is not JSON text."
+    raw = extra_info.get('options')
+    try: opts = json.loads(raw)
+    except (ValueError, TypeError): return None          # verl-omni's rule: no options
+    if not isinstance(opts, dict):
+        raise ValueError(f"MMK12 extra_info['options'] {str(raw)[:80]!r}: expected a JSON object {{letter: text}}")
+    return opts.get(letter)
 
 def _mmk12_accuracy(content:str, gt:str, extra_info:dict)->float:
     "Accuracy of `content` against the normalised ground truth `gt`: choice letter, partial credit, or math_verify."
-    if not re.fullmatch(r'[A-E]', gt): return math_equal(content, gt)
+    if not (len(gt) == 1 and gt.upper() in 'ABCDE'): return math_equal(content, gt)
     letters = _CHOICE.findall(content)
-    if letters: return float(letters[-1] == gt)
-    option = _option_text(extra_info, gt)
+    if letters: return float(letters[-1] == gt.upper())
+    option = _option_text(extra_info, gt.upper())
     return 0.5 * math_equal(content, option) if option else 0.0
 
 def mmk12_reward(response:str, # decoded response
@@ -193,7 +198,7 @@ def mmk12_reward(response:str, # decoded response
     "verl-omni's MMK12 reward: `score` = (accuracy + format) / 1.3, with its `accuracy` and `format_reward`."
     response, gt = normalise_angles(response), normalise_angles(ground_truth).strip()
     span = _ANSWER_SPAN.search(response)
-    content = span.group(1) if span else response
+    content = span.group(1).strip() if span else response
     accuracy = _mmk12_accuracy(content, gt, extra_info or {})
     has_answer = span is not None and response.count('<answer>') == 1 and response.count('</answer>') == 1
     has_boxed = span is not None and '\\boxed{' in span.group(1)
@@ -212,7 +217,7 @@ def mmk12_pairs(n:int, # number of pairs
 
 MMK12_TASK = register_task(Task(
     'mmk12', MMK12_SOURCE, ('image',), MMK12_SPLITS, write_source=lambda d, n, seed: write_mmk12_source(d, n, n, seed),
-    convert=convert_mmk12, reward=lambda response, gt, extra_info, format_score: mmk12_reward(response, gt, extra_info),
+    convert=convert_mmk12, reward=lambda response, gt, extra_info, rules: mmk12_reward(response, gt, extra_info),
     recipe=MEDIA_RECIPE | {'trainer.output_dir': 'runs/mmk12/{time}', 'data.train_file': 'generated:mmk12',
                            'data.val_file': 'generated:mmk12'},
     warm_start=mmk12_pairs))
