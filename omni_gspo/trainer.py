@@ -234,13 +234,15 @@ def train(cfg:Config, # the run's config (`build_config`)
      "config. The run folder is locked for the run's life (`RunLock`): one writer.")
     out = run_folder(cfg.trainer.output_dir, cfg.trainer.resume, time.strftime('%Y%m%d-%H%M%S')).absolute()
     with ExitStack() as held:   # the lock, released however the run ends (and by the OS if the process dies)
-        if out.is_dir(): held.enter_context(RunLock(out))   # before its checkpoints are read
-        return _train(cfg, log, out, held)
+        fresh = not out.is_dir()   # decided once: another run may make the same folder meanwhile
+        if not fresh: held.enter_context(RunLock(out))   # before its checkpoints are read
+        return _train(cfg, log, out, held, fresh)
 
 def _train(cfg:Config, # as `train`
            log, # as `train`
            out:Path, # the run folder (`run_folder`)
            held:ExitStack, # holds the lock of `out` if it exists; else the new folder's, once the checks pass
+           fresh:bool, # `out` did not exist when the run started: a new folder is made (and locked) here
           )->RunResult:
     "`train` in the run folder `out`."
     resume_from, asked = resume_checkpoint(out, cfg.trainer.resume, log), cfg
@@ -253,15 +255,17 @@ def _train(cfg:Config, # as `train`
     check_memory(cfg, log, check_config)   # 08b_plan: a config that cannot fit stops here, before anything loads
     check_logger_packages(cfg.logging.loggers)   # before minutes of loading, not after
     tc, lc = cfg.trainer, cfg.logging
-    if not out.is_dir():   # a new folder, made now that the checks passed; '{time}': two runs never share one
-        out = fresh_folder(out.parent, out.name) if Path(asked.trainer.output_dir).name == '{time}' else out
-        held.enter_context(RunLock(out))
     if gone := remove_leftovers(out/'checkpoints') if (out/'checkpoints').is_dir() else []:
         log(f"removed what a killed run left half-written in {out/'checkpoints'}: {', '.join(gone)}")
     workers = make_workers(cfg)
     loggers = bar = None
     try:   # also when a step fails: files are complete, every rank's memory and process group are released
         n_train, n_val = workers.call('sizes')[0]
+        # a new folder once the checks passed and the data was read (a run that cannot start leaves none behind);
+        # '{time}': two runs never share one
+        if fresh:
+            out = fresh_folder(out.parent, out.name) if Path(asked.trainer.output_dir).name == '{time}' else out
+            held.enter_context(RunLock(out))
         data_file = data_file_path(cfg.data.train_file, False, cfg.data.generated_train_size, tc.seed)
         val_file = data_file_path(cfg.data.val_file, True, cfg.data.generated_val_size, tc.seed + 1)
         data_now = data_identity([data_file, *([val_file] if n_val else [])])   # the files the ranks read

@@ -204,7 +204,7 @@ def test_unknown_preset_is_one_clear_line(args, msg):
                                       ('policy_loss.loss_mode=gspo', 'algorithm.policy_loss'),
                                       ('trainer.logger=console', 'logging.loggers'),
                                       ('trainer.project_name=gspo', 'trainer.output_dir'),
-                                      ('trainer.val_before_train=false', 'trainer.test_freq'),
+                                      (A + 'rollout.val_kwargs.top_p=0.7', 'rollout.val.top_p'),
                                       (A + 'rollout.tensor_model_parallel_size=2', 'rollout.tensor_parallel_size'),
                                       (A + 'rollout.gpu_memory_utilization=0.7', 'rollout.vllm.gpu_memory_utilization'),
                                       (A + 'actor.optim.lr=3e-6', "'actor.optim.lr'")])
