@@ -145,6 +145,9 @@ class VLLMConfig(Section):
     moe_expert_path: str = choice('auto', 'direct', 'vllm')
     # merge: full weights with LoRA merged each step; adapter: a new LoRARequest each step
     lora_sync: str = choice('merge', 'adapter')
+    # what sleep does with vLLM's weights: discard (vLLM level 2: no host copy, the next sync sends every weight; needs
+    # lora_sync=merge), offload (level 1: a host copy, the next sync sends changed groups); auto: discard with merge
+    sleep_weights: str = choice('auto', 'discard', 'offload')
 
 @dataclass(eq=False, repr=False)
 class ValidationConfig(Section):
@@ -201,6 +204,9 @@ class AlgorithmConfig(Section):
     # ranks of a teacher group of their own, out of hardware.nnodes × gpus_per_node (07e_separate); 0: the teacher is
     # loaded beside the actor on every actor rank
     opd_teacher_devices: int = 0
+    # what scores on a teacher rank (07e_separate): hf, the actor's own forward; vllm, vLLM's prompt log-probs (with
+    # rollout.engine=vllm: its rollout.vllm settings)
+    opd_teacher_engine: str = choice('hf', 'vllm')
 
 @dataclass(eq=False, repr=False)
 class RewardConfig(Section):
@@ -388,6 +394,9 @@ VERL_KEYS = {  # verl launch-script key (without `actor_rollout_ref.`) -> ours, 
     'trainer.logger': 'logging.loggers',
     'trainer.n_gpus_per_node': 'hardware.gpus_per_node',
     'trainer.nnodes': 'hardware.nnodes',
+    'distillation.teacher_models.teacher_model.model_path': 'algorithm.opd_teacher',
+    'distillation.n_gpus_per_node': 'algorithm.opd_teacher_devices (with distillation.nnodes: its devices)',
+    'distillation.distillation_loss.loss_mode': "algorithm.opd_coef (k1 'kl' with a policy gradient; 0: off)",
     'trainer.project_name': 'trainer.output_dir (the run folder names the run)',
     'trainer.experiment_name': 'trainer.output_dir (the run folder names the run)',
     'trainer.default_local_dir': 'trainer.output_dir',
@@ -752,12 +761,19 @@ def combination_errors(cfg:Config, # the config to check
                'ranks (hardware.nnodes × hardware.gpus_per_node): the rest train'),
               (not separate or D < 1 or D <= W, f'rollout.devices ({D}) more than {every}: each rollout rank samples '
                "whole actor ranks' shares, so some would idle"),
+              (v['algorithm.opd_teacher_engine'] != 'vllm' or v['rollout.engine'] == 'vllm',
+               "algorithm.opd_teacher_engine='vllm' takes the rollout's vLLM settings (rollout.vllm.*); set "
+               f"rollout.engine=vllm (now {v['rollout.engine']!r}), or algorithm.opd_teacher_engine=hf"),
               (not separate or v['rollout.engine'] != 'vllm_omni', "rollout.placement='separate' runs "
                "rollout.engine=hf or vllm (vllm_omni's stages place their own workers, which the weight stream does "
                "not reach); use rollout.engine=vllm, or rollout.placement=colocated"),
               (not separate or v['rollout.engine'] != 'vllm' or v['rollout.vllm.lora_sync'] == 'merge',
                "rollout.vllm.lora_sync='adapter' with rollout.placement='separate': the rollout ranks hold a plain "
                "copy of the policy and the stream sends the weights LoRA merged; set rollout.vllm.lora_sync=merge"),
+              (v['rollout.vllm.sleep_weights'] != 'discard' or v['rollout.vllm.lora_sync'] == 'merge',
+               "rollout.vllm.sleep_weights='discard' with rollout.vllm.lora_sync='adapter': an adapter sync sends the "
+               "LoRA weights only, so the discarded base weights would never come back; use sleep_weights=offload "
+               "(or auto), or lora_sync=merge"),
               (W <= 1 or v['rollout.engine'] != 'vllm_omni', "rollout.engine='vllm_omni' runs on one rank for now "
                f'(its stages place their own workers); use rollout.engine=vllm or hf with {every}'),
               (top_k in (-1, 0) and top_p == 1.0, f'rollout.top_k={top_k} / rollout.top_p={top_p}: training rollouts '
@@ -820,6 +836,9 @@ INERT_WHEN = [   # (keys, the key that decides, when its value leaves them doing
      'no KL term is computed; set algorithm.kl_coef > 0, or drop the key'),
     (('algorithm.opd_coef', 'algorithm.opd_teacher_devices'), 'algorithm.opd_teacher', lambda t: t == '',
      'there is no distillation without a teacher; set algorithm.opd_teacher, or drop the key'),
+    (('algorithm.opd_teacher_engine',), 'algorithm.opd_teacher_devices', lambda t: t == 0,
+     "a teacher beside the actor scores with the actor's forward; set algorithm.opd_teacher_devices > 0 for a "
+     'teacher group, or drop the key'),
     (('actor.fsdp_cpu_offload',), 'actor.fsdp', lambda f: not f,
      'only FSDP2 shards are offloaded; set actor.fsdp=true, or drop the key'),
     (('actor.param_offload', 'actor.optimizer_offload'), 'actor.fsdp_cpu_offload', lambda o: o,

@@ -4,11 +4,11 @@
 
 # %% ../nbs/08_curves.ipynb #curv0005
 from __future__ import annotations
-import json, math
+import math
 from pathlib import Path
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
-from .files import atomic_write_text
+from .files import atomic_write_text, read_jsonl
 
 # %% auto #0
 __all__ = ['CURVES', 'read_metrics', 'metrics_figure', 'write_metrics_html']
@@ -18,10 +18,11 @@ CURVES = ['reward/mean', 'val-core/openai/gsm8k/acc/mean@1', 'response_length/me
           'actor/pg_clipfrac', 'actor/ppo_kl', 'actor/grad_norm', 'training/rollout_actor_probs_pearson_corr',
           'perf/tokens_per_s', 'timing_s/step', 'perf/device_peak_gib', 'perf/actor_peak_gib', 'reward/frac_zero_std']
 
-def read_metrics(path:str|Path, # a run's `metrics.jsonl`
+def read_metrics(path:str|Path, # a run's `metrics.jsonl`, finished or still being written
+                 say=print, # told once when a torn last row (a row still being written) is dropped
                 )->list[dict]:
-    "The rows of a `metrics.jsonl`."
-    return [json.loads(l) for l in Path(path).read_text().splitlines() if l.strip()]
+    "The whole rows of a `metrics.jsonl` (`files.read_jsonl`: a torn last row is dropped, and said)."
+    return read_jsonl(path, say)
 
 def metrics_figure(rows:list[dict], # metrics rows, as `read_metrics` gives them
                    keys:list[str]|None=None, # the metrics to plot (default `CURVES`)

@@ -11,16 +11,13 @@ from .config import (Config, ConfigError, check_config, config_error, format_con
                               path_problem)
 from .presets import preset_config, preset_names
 from .data import DataError
-from .files import RunFolderError, RunLock
-from .files import atomic_path
-from .loggers import check_logger_packages
+from .files import RunFolderError, atomic_path
 from .platform import apply_env_defaults, check_hardware
 from .tasks.common import tasks
 
 # %% auto #0
-__all__ = ['DOCS', 'DEMO_STEPS', 'NOTEBOOKS', 'usage', 'cli_config', 'run_problems', 'checked_config', 'ready_platform',
-           'plan_command', 'main', 'notebook_config', 'data_files', 'recipe_notebooks', 'copy_notebooks',
-           'notebooks_command']
+__all__ = ['DOCS', 'DEMO_STEPS', 'NOTEBOOKS', 'usage', 'cli_config', 'checked_config', 'ready_platform', 'plan_command', 'main',
+           'notebook_config', 'data_files', 'recipe_notebooks', 'copy_notebooks', 'notebooks_command']
 
 # %% ../nbs/10_launch.ipynb #dc57c121
 DOCS = 'https://omni-gspo.github.io/omni_gspo/config.html'   # the config page of the docs (settings.ini's doc_host)
@@ -55,30 +52,19 @@ def cli_config(args:list[str], # `recipe=NAME`, `preset=NAME` and dotted `key=va
     ov = parse_overrides(args)
     return preset_config(ov.pop('recipe', None), ov.pop('preset', ''), ov, check)
 
-def run_problems(cfg:Config, # a config whose keys and values parse
-                )->list[str]:
-    ("What `train` refuses in `cfg` beyond the config's own checks, found without loading anything: the run folder "
-     "and resume, loggers whose package is missing.")
-    out, problems = Path(cfg.trainer.output_dir), []
-    if cfg.trainer.resume != 'off' or out.exists():   # only then can the run folder refuse (trainer: a slow import)
-        from omni_gspo.trainer import resume_checkpoint, resumed_config, run_folder
-        try:
-            out = run_folder(cfg.trainer.output_dir, cfg.trainer.resume, 'now')
-            if out.is_dir(): RunLock(out).check()   # in use by another run: that first (`train` takes the lock)
-            if resume_checkpoint(out, cfg.trainer.resume, lambda s: None): resumed_config(cfg, out.absolute())
-        except ConfigError as e: problems += e.problems
-        except RunFolderError as e: problems.append(str(e))   # a damaged checkpoint, named (07c_checkpoint)
-    try: check_logger_packages(cfg.logging.loggers)
-    except ConfigError as e: problems += e.problems
-    return problems
-
 def checked_config(args:list[str], # the command's `key=value` arguments
+                   memory:bool=True, # also refuse a memory plan that does not fit (`plan` prints it instead)
                   )->Config:
-    "`cli_config(args)`, or one `ConfigError` with every problem `train` would refuse it for (`run_problems` too)."
+    ("`cli_config(args)`, or one `ConfigError` with every problem `train` would refuse it for before it loads "
+     "anything (`start_checks`, 09_trainer), but whether this machine has the device.")
+    from omni_gspo.trainer import run_folder, start_checks   # a slow import: not for --help
     try: cfg, problems = cli_config(args), []
     except ConfigError as e:   # a key or value that does not parse raises again here: nothing more can be checked
         cfg, problems = cli_config(args, check=False), e.problems
-    if problems := problems + run_problems(cfg): raise config_error(problems)
+    out = run_folder(cfg.trainer.output_dir, cfg.trainer.resume, 'now').absolute()
+    try: start_checks(cfg, out, lambda s: None, here=False, memory=memory and not problems)
+    except ConfigError as e: problems += [p for p in e.problems if p not in problems]   # its config checks: once
+    if problems: raise config_error(problems)
     return cfg
 
 def ready_platform(cfg:Config):
@@ -107,7 +93,7 @@ def main(argv:list[str]|None=None)->int:
         if cmd not in ('train', 'config', 'plan'):
             raise ConfigError(f"unknown command {cmd!r}; expected 'train', 'config', 'plan' or 'notebooks' "
                               "(see omni-gspo --help)")
-        cfg = checked_config(rest)
+        cfg = checked_config(rest, memory=cmd == 'config')   # plan prints the plan; train plans as it starts
         if cmd == 'config': print(format_config(cfg)); return 0
         if cmd == 'plan': return plan_command(cfg, check_config)
         from omni_gspo.trainer import train

@@ -275,10 +275,12 @@ def fsdp_units(self:ThinkerAdapter, model)->list[str]:
 @patch
 def vllm_files(self:ThinkerAdapter, model, # the policy thinker (plain or wrapped)
                tok, # the checkpoint's tokenizer
-               processor=None, # the prompts' processor; None: `self.processor(tok)`
+               processor=None, # the prompts' processor (`self.processor(tok, path)`); required: no built-in fallback
               )->list:
     "The full Qwen3-Omni config vLLM needs, and the prompts' processor as vLLM instantiates it."
-    return [vllm_thinker_config(base_model(model).config, tok), vllm_processor(processor or self.processor(tok), tok)]
+    if processor is None: raise ValueError("the thinker's vLLM engine needs the processor that encodes its prompts "
+                                           "(`adapter.processor(tok, model path)`): vLLM expands their media with it")
+    return [vllm_thinker_config(base_model(model).config, tok), vllm_processor(processor, tok)]
 
 # %% ../nbs/03b_model.ipynb #acd8e676
 ADAPTERS = {}

@@ -128,7 +128,8 @@ def _frozen_experts_backward(grad_out:torch.Tensor, h:torch.Tensor, order:torch.
 
 @_frozen_experts_backward.register_fake
 def _(grad_out, h, order, inverse, offs, w, gate_up, down, k):
-    return grad_out.new_empty(grad_out.shape), w.new_empty(len(w) // k, k)
+    # `w.shape[0]`, not `len(w)`: `len` makes the symbolic size an int, so every token count recompiled
+    return grad_out.new_empty(grad_out.shape), w.new_empty(w.shape[0] // k, k)
 
 def _save(ctx, inputs, output):
     ctx.k = inputs[1].shape[1]

@@ -141,7 +141,7 @@ def teacher_group(cfg:Config, # the run's config: algorithm.opd_teacher_devices
 
 def _also_teachers(teachers:RayRanks, method:str)->list:
     "The teacher ranks, for the trainer's calls a `TeacherRank` answers (`start`, `read_keys`, `close`)."
-    return teachers.workers if hasattr(TeacherRank, method) else []
+    return teachers.workers if method in ('start', 'read_keys', 'close') else []   # not a `Rank`'s others (`save`)
 
 class RayWorkers(RayRanks):
     "Colocated ranks as Ray actors, one per device, in one placement group; beside them a teacher group, if asked for."
@@ -165,12 +165,13 @@ class RayWorkers(RayRanks):
 # %% ../nbs/07d_placement.ipynb #7ea0c002
 def teacher_scores(teachers:RayRanks, # the teacher group
                    ros:list, # one `Rollout` (or a Ray reference to one) per actor rank, in rank order
+                   shares:list[list[int]], # each actor rank's rows of the training prompts, in rank order
                   )->list:
     "Ray references to the teacher's log-probs of each of `ros`, in their order: teacher rank t scores t, t + T, ..."
     out = [None] * len(ros)
     for t, w in enumerate(teachers.workers):
         mine = range(t, len(ros), teachers.world)
-        got = w.score.options(num_returns=len(mine)).remote(*[ros[a] for a in mine])
+        got = w.score.options(num_returns=len(mine)).remote([shares[a] for a in mine], *[ros[a] for a in mine])
         for a, ref in zip(mine, got if len(mine) > 1 else [got]): out[a] = ref
     return out
 
@@ -205,7 +206,7 @@ def step(self:RayWorkers, step:int, # the training step
     if not self.teachers.world: return WorkerGroup.step(self, step, shares_of, records_to, data_file)
     import ray
     shares = shares_of(step)
-    scores = teacher_scores(self.teachers, [w.sample.remote(step, s) for w, s in zip(self.workers, shares)])
+    scores = teacher_scores(self.teachers, [w.sample.remote(step, s) for w, s in zip(self.workers, shares)], shares)
     return ray.get([w.learn.remote(step, s, [t], records_to if r == 0 else None, data_file)
                     for r, (w, s, t) in enumerate(zip(self.workers, shares, scores))])
 
@@ -271,7 +272,7 @@ def step(self:SeparateWorkers, step:int, # the training step
         if self.staleness and step > 1: self._catch_up(step - 1)
     t = time.perf_counter(); got = ray.get(self.pending[1]); wait_rollout = time.perf_counter() - t
     samples = {a: s for r, ss in enumerate(got) for a, s in zip(range(r, len(shares), d), ss)}
-    scores = (teacher_scores(self.teachers, [samples[a].ro for a in range(len(shares))]) if self.teachers.world
+    scores = (teacher_scores(self.teachers, [samples[a].ro for a in range(len(shares))], shares) if self.teachers.world
               else [None] * len(shares))
     learn = [w.step.remote(step, shares[a], samples[a], records_to if a == 0 else None, data_file, [scores[a]])
              for a, w in enumerate(self.actors.workers)]

@@ -17,9 +17,10 @@ from .fsdp import fsdp_units
 # %% auto #0
 __all__ = ['GIB', 'LOGITS_BYTES', 'ENTROPY_GRAD_BYTES', 'CUDA_CONTEXT_GB', 'ALLOCATOR_RESERVE', 'VLLM_RUNTIME_GB',
            'VLLM_ASLEEP_GB', 'LORA_KEYS', 'VLLM_ENGINES', 'OUTSIDE_TORCH', 'PART_ORDER', 'ModelSizes',
-           'layer_activation_elements', 'model_sizes', 'Shape', 'packs', 'actor_ranks', 'shape_of', 'actor_parts',
-           'tensor_parallel', 'prefill_logits', 'engine_parts', 'teacher_sizes', 'teacher_parts', 'MemoryPlan',
-           'device_memory', 'plan_memory', 'candidates', 'changed', 'suggestions', 'verdict', 'report', 'check_memory']
+           'layer_activation_elements', 'model_sizes', 'Shape', 'packs', 'separate', 'actor_ranks', 'shape_of',
+           'fp32_head', 'actor_parts', 'tensor_parallel', 'prefill_logits', 'policy_weights', 'engine_parts',
+           'teacher_sizes', 'teacher_parts', 'MemoryPlan', 'device_memory', 'plan_memory', 'candidates', 'changed',
+           'suggestions', 'verdict', 'report', 'check_memory']
 
 # %% ../nbs/08b_plan.ipynb #da4a8453
 GIB = 2**30
@@ -102,12 +103,15 @@ def _count(model, ad, tc, item:int)->ModelSizes:
 # %% ../nbs/08b_plan.ipynb #c5a7e731
 LORA_KEYS = ('lora_rank', 'lora_alpha', 'lora_dropout', 'target_modules', 'freeze_vision_tower', 'freeze_audio_tower')
 
+def _trainable_keys(m:dict)->tuple:
+    "The `model` section's `LORA_KEYS` as `_sizes` takes them: hashable (lists as tuples)."
+    return tuple((k, tuple(m[k]) if isinstance(m[k], list) else m[k]) for k in LORA_KEYS)
+
 def model_sizes(cfg:Config)->ModelSizes:
     "The sizes of `model.path`'s policy (a tiny kind is built first, as training would), trainable as `cfg.model` says."
     m = config_dict(cfg)['model']
     path = resolve_model_path(m['path'], m['warm_start_steps'])
-    lora = tuple((k, tuple(m[k]) if isinstance(m[k], list) else m[k]) for k in LORA_KEYS)
-    return _sizes(str(path), m['dtype'], lora)
+    return _sizes(str(path), m['dtype'], _trainable_keys(m))
 
 # %% ../nbs/08b_plan.ipynb #519230b2
 @dataclass
@@ -126,10 +130,16 @@ def packs(c:dict)->bool:
     mode = c['actor']['packing']
     return mode == 'on' or (mode == 'auto' and varlen_attention(c['model']['attn_implementation']))
 
+def separate(c:dict)->bool:
+    "Whether the engines have ranks of their own (`rollout.placement=separate`, `07e_separate`)."
+    return c['rollout']['placement'] == 'separate'
+
 def actor_ranks(c:dict)->int:
-    "The ranks that train: `hardware.nnodes × gpus_per_node`, less a teacher group's (`algorithm.opd_teacher_devices`)."
+    ("The ranks that train: `hardware.nnodes × gpus_per_node`, less a rollout group's (`rollout.devices`) and a "
+     "teacher group's (`algorithm.opd_teacher_devices`).")
     h, o = c['hardware'], c['algorithm']
-    return h['nnodes'] * h['gpus_per_node'] - (o['opd_teacher_devices'] if o['opd_teacher'] else 0)
+    return (h['nnodes'] * h['gpus_per_node'] - (c['rollout']['devices'] if separate(c) else 0)
+            - (o['opd_teacher_devices'] if o['opd_teacher'] else 0))
 
 def shape_of(c:dict)->Shape:
     "The worst-case shape of a step under the config dict `c` (`config_dict`)."
@@ -144,6 +154,13 @@ def shape_of(c:dict)->Shape:
                  max(1, d['train_batch_size'] * r['n'] // world))
 
 # %% ../nbs/08b_plan.ipynb #89a2eb4b
+def fp32_head(s:ModelSizes, # a model's sizes (`model_sizes`, `teacher_sizes`)
+              c:dict, # the config as a dict (`config_dict`)
+             )->int:
+    "Bytes of the fp32 copy of the output layer's weight `model.fp32_logits` makes under a lower `model.dtype`; or 0."
+    m = c['model']
+    return s.vocab * s.hidden * 4 if m['fp32_logits'] and m['dtype'] != 'float32' else 0
+
 def actor_parts(s:ModelSizes, # the policy's sizes (`model_sizes`)
                 c:dict, # the config as a dict (`config_dict`)
                 sh:Shape, # what one device holds at once (`shape`)
@@ -151,15 +168,13 @@ def actor_parts(s:ModelSizes, # the policy's sizes (`model_sizes`)
     "GiB per device of the actor's parts (`update` phase; the generate phase keeps the resident ones)."
     a, m = c['actor'], c['model']
     on = 0 if a['fsdp_cpu_offload'] else 1 / sh.shard          # resident share per device
-    low = m['dtype'] != 'float32'
-    res = 4 if low and m['fp32_residual'] else DTYPES[m['dtype']].itemsize
+    res = 4 if m['dtype'] != 'float32' and m['fp32_residual'] else DTYPES[m['dtype']].itemsize
     acts = sh.micro_tokens * s.layers * (s.hidden * res if a['activation_checkpointing'] else s.layer_act_per_token)
-    head32 = s.vocab * s.hidden * 4 if low and m['fp32_logits'] else 0    # the fp32 copy of the output layer's weight
     per = LOGITS_BYTES + (ENTROPY_GRAD_BYTES if c['algorithm']['entropy_coeff'] else 0)
     return {'actor weights': s.frozen * on, 'towers': s.towers * on, 'trainable masters': s.trainable * on,
             'gradients': s.trainable * on, 'optimizer states': 2 * s.trainable * on,
             'FSDP gathered units': s.root + s.unit if a['fsdp'] else 0,
-            'activations': acts, 'logits / entropy chunk': sh.logit_positions * s.vocab * per + head32}
+            'activations': acts, 'logits / entropy chunk': sh.logit_positions * s.vocab * per + fp32_head(s, c)}
 
 # %% ../nbs/08b_plan.ipynb #8af0dc1a
 VLLM_ENGINES = ('vllm', 'vllm_omni')
@@ -176,7 +191,13 @@ def prefill_logits(s:ModelSizes, # the policy's sizes (`model_sizes`)
     m = c['model']
     fp32 = m['fp32_logits'] and m['dtype'] != 'float32'
     item = 4 if fp32 else DTYPES[m['dtype']].itemsize
-    return sh.gen_rows * s.vocab * item + (s.vocab * s.hidden * 4 if fp32 else 0)
+    return sh.gen_rows * s.vocab * item + fp32_head(s, c)
+
+def policy_weights(s:ModelSizes, # the policy's sizes (`model_sizes`)
+                   c:dict, # the config as a dict (`config_dict`)
+                  )->float:
+    "Bytes of the policy as an engine holds it: every weight in `model.dtype`, LoRA merged into the base weights."
+    return s.frozen + s.towers + (0 if c['model']['lora_rank'] > 0 else s.trainable)
 
 def engine_parts(s:ModelSizes, # the policy's sizes (`model_sizes`)
                  c:dict, # the config as a dict (`config_dict`)
@@ -187,9 +208,7 @@ def engine_parts(s:ModelSizes, # the policy's sizes (`model_sizes`)
     r = c['rollout']
     if r['engine'] not in VLLM_ENGINES:
         return {'KV cache': sh.gen_rows * sh.seq * s.kv_bytes_per_token, 'prefill logits': prefill_logits(s, c, sh)}
-    tp = tensor_parallel(c)
-    merged = c['model']['lora_rank'] > 0                  # LoRA is merged into the base weights it syncs
-    weights = (s.frozen + s.towers + (0 if merged else s.trainable)) / tp
+    weights = policy_weights(s, c) / tensor_parallel(c)
     graphs = VLLM_RUNTIME_GB * GIB
     share = r['vllm']['gpu_memory_utilization'] * device * GIB if device else None
     return {'vLLM weights': weights, 'vLLM activations + CUDA graphs': graphs,
@@ -202,17 +221,15 @@ def teacher_sizes(cfg:Config)->ModelSizes|None:
     path, m = c['algorithm']['opd_teacher'], c['model']
     if not path: return None
     frozen = m | {'lora_rank': 0, 'freeze_vision_tower': True, 'freeze_audio_tower': True}
-    lora = tuple((k, tuple(frozen[k]) if isinstance(frozen[k], list) else frozen[k]) for k in LORA_KEYS)
-    return _sizes(str(resolve_model_path(path, m['warm_start_steps'], 'algorithm.opd_teacher')), m['dtype'], lora)
+    where = resolve_model_path(path, m['warm_start_steps'], 'algorithm.opd_teacher')
+    return _sizes(str(where), m['dtype'], _trainable_keys(frozen))
 
 def teacher_parts(t:ModelSizes, # the teacher's sizes (`teacher_sizes`)
                   c:dict, # the config as a dict (`config_dict`)
                   sh:Shape, # what one device holds at once (`shape`)
                  )->dict[str, float]:
     "Bytes of the teacher on a device: its weights, and while it scores a logits chunk and one layer's activations."
-    m = c['model']
-    head32 = t.vocab * t.hidden * 4 if m['dtype'] != 'float32' and m['fp32_logits'] else 0
-    return {'teacher weights': t.frozen + t.towers + t.trainable + head32,
+    return {'teacher weights': t.frozen + t.towers + t.trainable + fp32_head(t, c),
             'teacher scoring': sh.logit_positions * t.vocab * LOGITS_BYTES + sh.micro_tokens * t.layer_act_per_token}
 
 
@@ -222,13 +239,14 @@ OUTSIDE_TORCH = ('CUDA context', 'allocator reserve')   # parts torch's `max_mem
 @dataclass
 class MemoryPlan:
     "Predicted GiB per device, by part and by phase; whether the peak fits `device_gb`."
-    update: dict[str, float]        # part -> GiB while the actor updates (engine asleep)
-    generate: dict[str, float]      # part -> GiB while the engine generates
+    update: dict[str, float]        # part -> GiB while the actor updates (engine asleep; separate: an actor rank)
+    generate: dict[str, float]      # part -> GiB while the engine generates (separate: a rollout rank)
     device_gb: float|None           # memory of one device (None: unknown, nothing checked)
     device_source: str              # 'detected', 'hardware.device_memory_gb', or why unknown
     kv_tokens: float|None = None    # tokens the vLLM KV cache holds (None: hf engine or unknown)
     seq: int = 0                    # tokens one row needs
-    world: int = 1                  # ranks
+    world: int = 1                  # ranks that train
+    rollout_world: int = 0          # ranks of a rollout group of their own (`rollout.placement=separate`); 0: none
     suggestions: list[tuple[str, float]] = field(default_factory=list)   # (change, its peak GiB) that fit
     teacher: dict[str, float] = field(default_factory=dict)   # part -> GiB of a teacher rank while it scores; {}: none
     @property
@@ -245,44 +263,52 @@ class MemoryPlan:
         return self.peak_gb <= self.device_gb and (self.kv_tokens is None or self.kv_tokens >= self.seq)
 
 # %% ../nbs/08b_plan.ipynb #049a61fc
+def _cuda_context(c:dict)->float:
+    "Bytes of the CUDA context and workspaces on a device (none on the CPU)."
+    return CUDA_CONTEXT_GB * GIB if c['hardware']['device'] != 'cpu' else 0
+
+def _generate(s:ModelSizes, c:dict, act:dict, eng:dict, ctx:float)->dict:
+    ("Bytes on a device while the engine generates: colocated, beside the actor's resident parts (and the built-in "
+     "engine's gathered units); separate, on a rollout rank, alone (the built-in engine with its plain policy copy).")
+    a, vllm = c['actor'], c['rollout']['engine'] in VLLM_ENGINES
+    if separate(c): held = {} if vllm else {'policy copy': policy_weights(s, c)}
+    else:   # verl's offloads: parameters and/or optimizer states in host memory while the engine generates
+        away = (('actor weights', 'towers', 'trainable masters') if a['param_offload'] else ()) + \
+               (('optimizer states',) if a['optimizer_offload'] else ())
+        held = {k: act[k] for k in ('actor weights', 'towers', 'trainable masters', 'optimizer states')
+                if k not in away} | ({} if vllm else {'FSDP gathered units': act['FSDP gathered units']})
+    gen = held | {'CUDA context': ctx} | {k: v for k, v in eng.items() if v is not None}
+    if not vllm: gen['allocator reserve'] = ALLOCATOR_RESERVE * (sum(eng.values()) + held.get('FSDP gathered units', 0))
+    return gen
+
 def _phases(s:ModelSizes, c:dict, device:float|None)->tuple[dict, dict, float|None, Shape]:
-    "Both phases' parts in GiB, the vLLM KV cache in tokens, and the shape."
+    "Both phases' parts in GiB (separate: an actor rank's update, a rollout rank's generation), the KV cache in tokens."
     sh = shape_of(c)
     act, eng = actor_parts(s, c, sh), engine_parts(s, c, sh, device)
-    resident = ('actor weights', 'towers', 'trainable masters', 'optimizer states')
     transient = sum(act[k] for k in ('gradients', 'FSDP gathered units', 'activations', 'logits / entropy chunk'))
-    ctx = CUDA_CONTEXT_GB * GIB if c['hardware']['device'] != 'cpu' else 0
-    vllm = c['rollout']['engine'] in VLLM_ENGINES
-    update = act | {'vLLM asleep': VLLM_ASLEEP_GB * GIB if vllm else 0, 'CUDA context': ctx,
-                    'allocator reserve': ALLOCATOR_RESERVE * transient}
-    a = c['actor']   # verl's offloads: parameters and/or optimizer states in host memory while the engine generates
-    away = (('actor weights', 'towers', 'trainable masters') if a['param_offload'] else ()) + \
-           (('optimizer states',) if a['optimizer_offload'] else ())
-    gen = {k: act[k] for k in resident if k not in away} | {'CUDA context': ctx}
-    if vllm: gen |= {k: v for k, v in eng.items() if v is not None}
-    else:
-        gen |= {'FSDP gathered units': act['FSDP gathered units']} | eng
-        gen['allocator reserve'] = ALLOCATOR_RESERVE * (sum(eng.values()) + act['FSDP gathered units'])
+    ctx, vllm = _cuda_context(c), c['rollout']['engine'] in VLLM_ENGINES
+    asleep = {} if separate(c) else {'vLLM asleep': VLLM_ASLEEP_GB * GIB if vllm else 0}   # separate: no engine here
+    update = act | asleep | {'CUDA context': ctx, 'allocator reserve': ALLOCATOR_RESERVE * transient}
+    gen = _generate(s, c, act, eng, ctx)
     kv = eng['KV cache'] / s.kv_bytes_per_token * tensor_parallel(c) if vllm and eng['KV cache'] is not None else None
     gib = lambda d: {k: v / GIB for k, v in d.items()}
     return gib(update), gib(gen), kv, sh
 
 def _teacher_phase(t:ModelSizes|None, c:dict, sh:Shape, update:dict, gen:dict)->dict:
-    "A colocated teacher's weights into both phases (GiB); a teacher group's rank as a phase of its own (or {})."
+    ("A colocated teacher's weights into both phases (GiB; separate: the actor rank's alone); a teacher group's rank "
+     "as a phase of its own (or {}).")
     if t is None: return {}
     parts = teacher_parts(t, c, sh)
     if not c['algorithm']['opd_teacher_devices']:
-        update['teacher weights'] = gen['teacher weights'] = parts['teacher weights'] / GIB; return {}
-    ctx = CUDA_CONTEXT_GB * GIB if c['hardware']['device'] != 'cpu' else 0
-    own = parts | {'CUDA context': ctx, 'allocator reserve': ALLOCATOR_RESERVE * parts['teacher scoring']}
+        for d in (update,) if separate(c) else (update, gen): d['teacher weights'] = parts['teacher weights'] / GIB
+        return {}
+    own = parts | {'CUDA context': _cuda_context(c), 'allocator reserve': ALLOCATOR_RESERVE * parts['teacher scoring']}
     return {k: v / GIB for k, v in own.items()}
 
 # %% ../nbs/08b_plan.ipynb #09777eb6
 def device_memory(cfg:Config)->tuple[float|None, str]:
     "GiB of one device: `hardware.device_memory_gb` if set, else detected on this machine; and where it came from."
-    h = cfg.hardware
-    if h.device_memory_gb < 0:
-        raise ConfigError(f"hardware.device_memory_gb={h.device_memory_gb}: expected >= 0 (0: detect the device)")
+    h = cfg.hardware   # a negative value: refused by `check_config` (`VALUE_RANGES`, 00_config)
     if h.device_memory_gb: return h.device_memory_gb, 'hardware.device_memory_gb'
     got = device_memory_gb(h.device) if h.device != 'cpu' else None
     if got is not None: return got, 'detected'
@@ -298,7 +324,8 @@ def plan_memory(cfg:Config, # the run's config
     c = config_dict(cfg)
     update, gen, kv, sh = _phases(model_sizes(cfg), c, device)
     teacher = _teacher_phase(teacher_sizes(cfg), c, sh, update, gen)
-    p = MemoryPlan(update, gen, device, source, kv, sh.seq, sh.world, teacher=teacher)
+    p = MemoryPlan(update, gen, device, source, kv, sh.seq, sh.world, c['rollout']['devices'] if separate(c) else 0,
+                   teacher=teacher)
     if suggest and p.fits is False: p.suggestions = suggestions(cfg, check)
     return p
 
@@ -318,7 +345,8 @@ def candidates(cfg:Config)->list[tuple[str, list[dict]]]:
         shares = [round(u - 0.05 * i, 2) for i in range(1, int(u / 0.05))]
         out.append(('vLLM memory share', [{'rollout.vllm.gpu_memory_utilization': s} for s in shares]))
     phases = {'actor.param_offload': True, 'actor.optimizer_offload': True}   # verl's: off the device during generation
-    if r['engine'] in VLLM_ENGINES and not a['fsdp_cpu_offload'] and any(not a[k.split('.')[1]] for k in phases):
+    if (r['engine'] in VLLM_ENGINES and not separate(c) and not a['fsdp_cpu_offload']   # separate: no engine beside
+            and any(not a[k.split('.')[1]] for k in phases)):
         out.append(('offload between phases', [phases]))
     if not a['fsdp_cpu_offload']:   # the phase offloads do nothing under it
         out.append(('offload', [{'actor.fsdp': True, 'actor.fsdp_cpu_offload': True}
@@ -365,8 +393,9 @@ def suggestions(cfg:Config, # a config whose plan does not fit
 
 # %% ../nbs/08b_plan.ipynb #a994a47e
 PART_ORDER = ('actor weights', 'towers', 'trainable masters', 'gradients', 'optimizer states', 'FSDP gathered units',
-              'activations', 'logits / entropy chunk', 'vLLM weights', 'vLLM activations + CUDA graphs', 'KV cache',
-              'prefill logits', 'teacher weights', 'teacher scoring', 'vLLM asleep', 'CUDA context', 'allocator reserve')
+              'activations', 'logits / entropy chunk', 'vLLM weights', 'vLLM activations + CUDA graphs',
+              'policy copy', 'KV cache', 'prefill logits', 'teacher weights', 'teacher scoring', 'vLLM asleep',
+              'CUDA context', 'allocator reserve')
 
 def _cell(d:dict, k:str)->str: return f"{d[k]:9.2f}" if k in d else f"{'-':>9}"
 
@@ -384,8 +413,11 @@ def verdict(p:MemoryPlan)->str:
 # %% ../nbs/08b_plan.ipynb #c4ccdc5c
 def report(p:MemoryPlan)->str:
     "The plan as a table of GiB per device and part, its verdict and the changes that would make it fit."
-    phases = {'update': p.update, 'generate': p.generate} | ({'teacher': p.teacher} if p.teacher else {})
-    lines = [f"memory plan, GiB per device ({p.world} device{'s' if p.world > 1 else ''}):",
+    apart = p.rollout_world > 0   # separate: the two phases are two kinds of device
+    phases = ({'actor': p.update, 'rollout': p.generate} if apart else {'update': p.update, 'generate': p.generate})
+    phases |= {'teacher': p.teacher} if p.teacher else {}
+    ranks = f"{p.world} actor + {p.rollout_world} rollout" if apart else f"{p.world}"
+    lines = [f"memory plan, GiB per device ({ranks} device{'s' if p.world + p.rollout_world > 1 else ''}):",
              f"  {'part':34}" + ''.join(f"{h:>9}" for h in phases)]
     parts = [k for k in PART_ORDER if any(k in d for d in phases.values())]
     lines += [f"  {k:34}" + ''.join(_cell(d, k) for d in phases.values()) for k in parts]

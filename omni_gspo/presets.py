@@ -51,8 +51,10 @@ PRESETS = {  # (preset, recipe) -> Preset
         'rollout.vllm.gpu_memory_utilization': 0.6, 'rollout.vllm.max_num_seqs': 128, 'trainer.seed': 42,
         'rollout.val.n': 1, 'rollout.val.temperature': 0.0, 'trainer.val_before_train': True,
         'logging.loggers': ['console', 'tensorboard']}),
-    ('opd-lora', 'mmk12'): Preset('run_qwen3_omni_thinker_gspo_lora_mmk12_v1_opd.sh', _MMK12 | {
-        'hardware.gpus_per_node': 8, 'algorithm.opd_coef': 1.0, 'logging.loggers': ['console', 'tensorboard']},
+    # the Ascend script's two pools of 16 (actor, teacher) as two GPU machines of 8: the teacher on the second
+    ('gpu-opd-lora', 'mmk12'): Preset('run_qwen3_omni_thinker_gspo_lora_mmk12_v1_opd.sh', _MMK12 | {
+        'hardware.nnodes': 2, 'hardware.gpus_per_node': 8, 'algorithm.opd_teacher_devices': 8,
+        'algorithm.opd_coef': 1.0, 'logging.loggers': ['console', 'tensorboard']},
         same_as={'algorithm.opd_teacher': 'model.path'}),
 }
 

@@ -283,7 +283,8 @@ def prompt_stats(vals:list[float], # one variable's values over a prompt's respo
         if preds is not None: fams['maj'] = np.array([majority_value([vals[i] for i in r], [preds[i] for i in r])
                                                       for r in idx.tolist()])
         for fam in ('best', 'worst', 'maj'):
-            if fam in fams: out |= {f'{fam}@{n}/mean': float(fams[fam].mean()), f'{fam}@{n}/std': float(fams[fam].std())}
+            if fam in fams:
+                out |= {f'{fam}@{n}/mean': float(fams[fam].mean()), f'{fam}@{n}/std': float(fams[fam].std())}
     return out
 
 def _variables(detail:dict, # one response's reward dict

@@ -23,7 +23,7 @@ from .step import Rank, Samples, learn_step, sample_step
 
 # %% auto #0
 __all__ = ['stream_weights', 'receive_weights', 'copy_weights', 'WeightStream', 'rollout_to', 'trained_as', 'ActorRank',
-           'AwakeRollout', 'RolloutRank', 'TeacherRank', 'teacher_fetch']
+           'AwakeRollout', 'RolloutRank', 'scaled_logits_on_worker', 'VLLMTeacher', 'TeacherRank', 'teacher_fetch']
 
 # %% ../nbs/07e_separate.ipynb #e7e00006
 def _bcast(group, t:torch.Tensor)->torch.Tensor:
@@ -227,33 +227,104 @@ def sample(self:RolloutRank, step:int, # the training step
     return out
 
 # %% ../nbs/07e_separate.ipynb #e7e0001e
-class TeacherRank:
-    "A teacher-group rank: the frozen teacher on a device of its own, scoring the student's samples (`Scorer`)."
-    def __init__(self, cfg:Config, # the run's config: algorithm.opd_teacher, the model's dtype and kernels, actor.*
+def scaled_logits_on_worker(worker, # vLLM's worker, which `collective_rpc` passes
+                            temperature:float, # the rollout's sampling temperature: the logits are divided by it
+                            banned:list[int], # token ids the engines never sample: -inf (the adapter's)
+                           )->str:
+    ("Runs inside vLLM's worker: its model's `compute_logits` gives fp32 logits divided by `temperature`, `banned` at "
+     "-inf (the prompt log-probs are their log-softmax); the model class's name.")
+    model = worker.model_runner.model
+    raw, ban = model.compute_logits, torch.tensor(list(banned), dtype=torch.long)
+    def compute_logits(hidden, *args, **kw):
+        logits = raw(hidden, *args, **kw)
+        if logits is None: return None   # a pipeline stage without the output layer
+        logits = logits.float().div_(temperature)
+        return logits.index_fill_(-1, ban.to(logits.device), float('-inf')) if len(ban) else logits
+    model.compute_logits = compute_logits
+    return type(model).__name__
+
+class VLLMTeacher:
+    "A teacher rank's vLLM scorer: log-probs of given tokens as prompt log-probs, at the rollout temperature."
+    def __init__(self, engine, # a `VLLMEngine` holding the teacher's weights, its own (it never sleeps)
+                 temperature:float, # the rollout's sampling temperature
+                 banned:list[int], # token ids the engines never sample (the adapter's `banned_token_ids`)
+                ):
+        self.engine = engine
+        engine.llm.collective_rpc(scaled_logits_on_worker, args=(temperature, list(banned)))
+
+    def logprobs(self, ro:Rollout, # the student's samples
+                 media:list, # each sample's prompt media (`prompt_media`; None for text), in the rollout's order
+                )->torch.Tensor:
+        "Log-probs [N, R] of the sampled tokens under the teacher, 0 past each response (on the CPU)."
+        from vllm import SamplingParams
+        from omni_gspo.vllm_engine import build_request
+        P, out = ro.prompt_ids.shape[1], torch.zeros(ro.response_ids.shape)
+        rows = [(ro.prompt_ids[j][ro.prompt_mask[j].bool()].tolist(), ro.response_ids[j][ro.response_mask[j].bool()]
+                 .tolist()) for j in range(len(out))]
+        reqs = [build_request(p + r, m, self.engine.pad_ids, j) for j, ((p, r), m) in enumerate(zip(rows, media))]
+        params = SamplingParams(max_tokens=1, temperature=0, prompt_logprobs=0, detokenize=False)
+        for j, ((p, r), o) in enumerate(zip(rows, self.engine.llm.generate(reqs, params, use_tqdm=False))):
+            if list(o.prompt_token_ids) != p + r:
+                raise ValueError(f"sample {j}: vLLM expanded prompt and response to {len(o.prompt_token_ids)} tokens, "
+                                 f"not their {len(p) + len(r)}: the teacher's processor differs from the student's")
+            out[j, :len(r)] = torch.tensor([o.prompt_logprobs[len(p) + k][t].logprob for k, t in enumerate(r)])
+        return out
+
+    def close(self): self.engine.close()
+
+
+# %% ../nbs/07e_separate.ipynb #a7e3c1d2
+class TeacherRank(Rank):
+    "A teacher-group rank: the frozen teacher on a device of its own, scoring the student's samples."
+    def __init__(self, cfg:Config, # the run's config: algorithm.opd_teacher and opd_teacher_engine, model.*, actor.*
                  rank:int, # this rank in the teacher group
                  cwd:str|None, # the driver's working folder (relative paths in the config), when it exists here
                 ):
-        if cwd and Path(cwd).is_dir(): os.chdir(cwd)
-        if cfg.hardware.num_threads > 0: torch.set_num_threads(cfg.hardware.num_threads)
-        self.cfg, self.rank, self.device = cfg, rank, torch_device(cfg.hardware.device)
+        super().__init__(cfg, rank, 1, None, cwd)   # the training prompts: vLLM takes their raw media
+        self.device = torch_device(cfg.hardware.device)
 
     def start(self, total_steps:int, # training steps (the actor's schedule; unused here)
               resume_from=None, # the actor's checkpoint (the teacher is frozen: nothing of it is saved)
              )->tuple[None, list[str]]:
-        "Load the teacher on this rank's device and its scorer at the rollout temperature; the messages for the user."
-        notes = []
-        teacher = load_teacher(self.cfg.algorithm.opd_teacher, self.cfg.model, self.device, notes.append)
-        self.scorer = Scorer(teacher, self.cfg.actor, adapter_of(teacher), self.cfg.rollout.temperature)
-        return None, notes + [f'teacher rank {self.rank} on {self.device}']
+        "Load the teacher and its engine at the rollout temperature; the messages for the user."
+        cfg, notes = self.cfg, []
+        own = cfg.algorithm.opd_teacher_engine == 'vllm'   # an engine with its own copy: the model only starts it
+        teacher = load_teacher(cfg.algorithm.opd_teacher, cfg.model, torch.device('cpu') if own else self.device,
+                               notes.append)
+        ad, rc = adapter_of(teacher), cfg.rollout
+        if own:
+            from omni_gspo.vllm_engine import VLLMEngine, vllm_settings
+            # one engine per rank (no tensor parallelism); one token longer than a sample: vLLM samples after it
+            engine = VLLMEngine(teacher, self.tok, rc, self.processor, seed=cfg.trainer.seed, adapter=ad,
+                                max_model_len=cfg.data.max_prompt_length + rc.response_length + 1,
+                                fp32_logits=cfg.model.fp32_logits, log=notes.append,
+                                **vllm_settings(rc.vllm, cfg.hardware.device))
+            self.scorer = VLLMTeacher(engine, rc.temperature, ad.banned_token_ids(teacher))
+        else: self.scorer = Scorer(teacher, cfg.actor, ad, rc.temperature)
+        return None, notes + [f'teacher rank {self.rank}: {type(self.scorer).__name__} on {self.device}']
 
-    def score(self, *ros:Rollout, # the student's samples, one rollout per actor rank's share
-             )->torch.Tensor|tuple[torch.Tensor, ...]:
-        "The teacher's log-probs [N, R] of each rollout's sampled tokens, on the CPU, in the order given."
-        out = tuple(self.scorer.logprobs(rollout_to(ro, self.device)).cpu() for ro in ros)
-        return out[0] if len(out) == 1 else out   # one Ray return per share (`num_returns`)
 
-    def read_keys(self)->set[str]: return config_read_keys(self.cfg)   # the keys this rank read (`00_config`)
-    def close(self): self.scorer = None
+# %% ../nbs/07e_separate.ipynb #b8f4d2e3
+@patch
+def score(self:TeacherRank, shares:list[list[int]], # each rollout's prompts: rows of the training prompts
+          *ros:Rollout, # the student's samples, one rollout per actor rank's share
+         )->torch.Tensor|tuple[torch.Tensor, ...]:
+    "The teacher's log-probs [N, R] of each rollout's sampled tokens, on the CPU, in the order given."
+    from omni_gspo.vllm_engine import prompt_media
+    def one(rows, ro):
+        if not isinstance(self.scorer, VLLMTeacher): return self.scorer.logprobs(rollout_to(ro, self.device)).cpu()
+        media = [prompt_media(self.train_ps[rows[g]].example) for g in ro.group_ids.tolist()]
+        return self.scorer.logprobs(ro, media)
+    out = tuple(one(rows, ro) for rows, ro in zip(shares, ros))
+    return out[0] if len(out) == 1 else out   # one Ray return per share (`num_returns`)
+
+@patch
+def read_keys(self:TeacherRank)->set[str]: return config_read_keys(self.cfg)   # the keys this rank read (`00_config`)
+
+@patch
+def close(self:TeacherRank):
+    if isinstance(self.scorer, VLLMTeacher): self.scorer.close()
+    self.scorer = None
 
 def teacher_fetch(teacher:list|None, # [a Ray reference to a teacher rank's `score` result], or None
                   device:torch.device, # where the actor wants the log-probs

@@ -10,14 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 import torch
 from tqdm.auto import tqdm
-from .config import (Config, ConfigError, DEPENDENT_DEFAULTS, check_config, config_dict, get_key,
-                              given_keys, leaf_keys, load_config, mark_read, read_keys, save_config, set_key)
+from .config import (Config, ConfigError, DEPENDENT_DEFAULTS, check_config, config_dict, config_error,
+                              get_key, given_keys, leaf_keys, load_config, mark_read, read_keys, save_config, set_key)
 from .data import batch_indices, steps_per_epoch
 from .platform import check_vllm_platform, dist_env
 from .plan import check_memory
 from .rewards import val_metrics
 from .actor import merge_metrics, micro_merge
-from .files import RunLock, atomic_write_text, fresh_folder, read_jsonl, remove_leftovers
+from .files import RunFolderError, RunLock, atomic_write_text, fresh_folder, read_jsonl, remove_leftovers
 from .checkpoint import checkpoint_info, list_checkpoints, resume_point
 from .placement import make_workers
 from .records import (DATA_FILES, data_changes, data_file_path, data_identity, drop_rollout_records,
@@ -27,7 +27,8 @@ from .loggers import check_logger_packages, make_loggers, wandb_options
 # %% auto #0
 __all__ = ['RANK_SUMS', 'RESUME_COMMAND_KEYS', 'RESUME_SAFE_KEYS', 'check_driver', 'trim_metrics', 'split_rows', 'validate',
            'rank_merge', 'merge_rank_metrics', 'resume_changes', 'format_changes', 'resumed_config', 'record_config',
-           'config_at_step', 'RunResult', 'run_folder', 'resume_checkpoint', 'check_data_unchanged', 'train']
+           'config_at_step', 'RunResult', 'run_folder', 'resume_checkpoint', 'check_data_unchanged', 'train',
+           'start_checks']
 
 # %% ../nbs/09_trainer.ipynb #4fab6939
 def check_driver():
@@ -245,15 +246,11 @@ def _train(cfg:Config, # as `train`
            fresh:bool, # `out` did not exist when the run started: a new folder is made (and locked) here
           )->RunResult:
     "`train` in the run folder `out`."
-    resume_from, asked = resume_checkpoint(out, cfg.trainer.resume, log), cfg
-    cfg, changes = resumed_config(asked, out) if resume_from else (asked, {})
+    asked = cfg   # every refusal before anything loads, as `omni-gspo config` reports them (`start_checks`, below)
+    cfg, resume_from, changes = start_checks(asked, out, log, locked=True)
     if resume_from: log("resuming with the run's saved config, "
                         + ('changed (key: saved -> given):' if changes else 'unchanged')
                         + ''.join(f'\n  {c}' for c in format_changes(changes)))
-    check_config(cfg); check_driver()
-    if cfg.rollout.engine != 'hf': check_vllm_platform(cfg.hardware.device)   # vllm-ascend on an NPU (00a_platform)
-    check_memory(cfg, log, check_config)   # 08b_plan: a config that cannot fit stops here, before anything loads
-    check_logger_packages(cfg.logging.loggers)   # before minutes of loading, not after
     tc, lc = cfg.trainer, cfg.logging
     if gone := remove_leftovers(out/'checkpoints') if (out/'checkpoints').is_dir() else []:
         log(f"removed what a killed run left half-written in {out/'checkpoints'}: {', '.join(gone)}")
@@ -315,3 +312,27 @@ def _train(cfg:Config, # as `train`
     if start > total: log(f"nothing to do: checkpoint at step {start - 1} already reaches the {total} steps asked for")
     log(f"metrics:    {metrics_path}\nplot:       {plot}\ncheckpoint: {ck}")
     return RunResult(out, metrics_path, plot, ck, last, cfg)
+
+# %% ../nbs/09_trainer.ipynb #st4rt002
+def start_checks(cfg:Config, # the run's config, as given
+                 out:Path, # the run folder (`run_folder`)
+                 log=print, # told of a damaged checkpoint passed over, of a memory plan not checked
+                 locked:bool=False, # the caller holds the folder's lock (`train`); else it is only checked
+                 here:bool=True, # also what this machine needs for `hardware.device`: its vLLM platform plugin
+                 memory:bool=True, # also the memory plan (`check_memory`); `omni-gspo plan` prints it instead
+                )->tuple[Config, Path|None, dict]:
+    ("Everything `train` refuses before it loads anything, as one `ConfigError` listing every problem; else the "
+     "config that runs (a resume: the saved one, changed), the checkpoint it continues from and the changes.")
+    run, resume_from, changes, problems = cfg, None, {}, []
+    try:   # the run folder: no other run in it, the checkpoint whole, a resume's changes allowed
+        if not locked and out.is_dir(): RunLock(out).check()
+        if resume_from := resume_checkpoint(out, cfg.trainer.resume, log): run, changes = resumed_config(cfg, out)
+    except (ConfigError, RunFolderError) as e: problems += getattr(e, 'problems', [str(e)])
+    checks = [lambda: check_config(run), check_driver, lambda: check_logger_packages(run.logging.loggers)]
+    if here and run.rollout.engine != 'hf': checks.append(lambda: check_vllm_platform(run.hardware.device))
+    for check in checks:
+        try: check()
+        except ConfigError as e: problems += e.problems
+    if problems: raise config_error(problems)
+    if memory: check_memory(run, log, check_config)   # 08b_plan: planned once the config has no problem
+    return run, resume_from, changes

@@ -73,16 +73,17 @@ def build_request(ids:list[int], # expanded prompt ids
 def export_for_vllm(model, # the policy (plain or peft-wrapped: LoRA merged in the export)
                     tok, # its tokenizer, saved with the checkpoint
                     dest:str|Path, # folder to (re)write
-                    processor=None, # the processor that builds prompts (default: the adapter's)
+                    processor=None, # the prompts' processor (`adapter.processor(tok, path)`); None: text only
                     weights:bool=True, # False: config, tokenizer and processor only (the engine loads weights by sync)
                     adapter=None, # the model family's adapter (default: `adapter_of(model)`)
                    )->Path:
     "Write `model` (LoRA merged) as a checkpoint folder vLLM loads, atomically."
     from safetensors.torch import save_file
     adapter = adapter or adapter_of(model)
+    files = adapter.vllm_files(model, tok, processor)   # before the folder: a refusal leaves nothing behind
     with atomic_dir(dest) as tmp:
-        for f in adapter.vllm_files(model, tok, processor): f.save_pretrained(tmp)
         tok.save_pretrained(tmp)
+        for f in files: f.save_pretrained(tmp)   # after the tokenizer: the processor's chat template is the one kept
         if weights:
             prefix, seen, sd = adapter.weight_prefix, set(), {}
             for k, v in export_weights(model):
@@ -296,8 +297,11 @@ class VLLMEngine:
     def __init__(self, model, # the policy, whose weights the engine copies (and `sync_weights` updates)
                  tok, # its tokenizer (pad and end-of-turn ids), as for `HFEngine`
                  rcfg, # `cfg.rollout`, as for `HFEngine`
-                 processor=None, # the processor that builds multimodal prompts (default: the adapter's)
+                 processor=None, # the prompts' processor (`adapter.processor(tok, path)`); None: text only
                  lora_sync:str='merge', # 'merge': full weights, LoRA merged; 'adapter': a new LoRARequest per sync
+                 # 'discard': sleep drops the weights, the next sync sends them all; 'offload': a host copy;
+                 # 'auto': discard with lora_sync='merge'
+                 sleep_weights:str='auto',
                  dtype:str|torch.dtype|None=None, # vLLM's compute dtype; default the policy's
                  max_model_len:int=4096, # prompt + response tokens
                  moe_expert_fix:bool|None=None, # write MoE experts directly (default: on CPU, for thinkers)
@@ -310,12 +314,19 @@ class VLLMEngine:
                  **llm_kwargs): # further `vllm.LLM` arguments (`vllm_settings`)
         if lora_sync not in ('merge', 'adapter'): raise ValueError(f"lora_sync={lora_sync!r}: expected 'merge' or "
                                                                    "'adapter'")
+        if sleep_weights not in ('auto', 'discard', 'offload'):
+            raise ValueError(f"sleep_weights={sleep_weights!r}: expected 'auto', 'discard' or 'offload'")
+        if sleep_weights == 'discard' and lora_sync != 'merge':
+            raise ValueError("sleep_weights='discard' needs lora_sync='merge': an adapter sync never resends the base")
         if lora_sync == 'adapter' and not hasattr(model, 'peft_config'):
             raise ValueError("lora_sync='adapter' needs a LoRA (peft) model; use lora_sync='merge' for full weights")
         vllm_env_defaults(compute_device(model).type)   # before vllm is imported: its platform's defaults
         from vllm.platforms import current_platform
         self.adapter = adapter = adapter or adapter_of(model)
         self.tok, self.lora_sync, self.log, self.temperature = tok, lora_sync, log, rcfg.temperature
+        discard = sleep_weights == 'discard' or (sleep_weights == 'auto' and lora_sync == 'merge')
+        self.sleep_level = 2 if discard else 1   # vLLM's sleep level (see `sleep`)
+        self.weights_discarded = False   # slept at level 2: the next sync sends every weight
         self.max_new_tokens, self.device = rcfg.response_length, compute_device(model)   # not offloaded shards'
         self.logit_bias = {int(i): -100.0 for i in banned} or None   # vLLM's most negative bias: probability ~e^-100
         self.pad_ids = adapter.media_pad_ids(tok)
@@ -454,8 +465,12 @@ def sync_weights(self:VLLMEngine, model, # the policy, whose current weights the
                 )->dict:
     "Bring the engine's copy up to `model`'s current weights (call every step, weights awake); report it in one line."
     if self.lora_sync == 'merge':   # __init__ sent every weight; now only the groups training changes
-        what = 'LoRA merged, changed groups' if hasattr(model, 'peft_config') else 'changed groups'
-        return self.load_weights(export_weights(model, changed_only=True), step, what)
+        every = self.weights_discarded   # slept at level 2 since the last sync
+        what = (('LoRA merged, ' if hasattr(model, 'peft_config') else '')
+                + ('every weight' if every else 'changed groups'))
+        m = self.load_weights(export_weights(model, changed_only=not every), step, what)
+        self.weights_discarded = False   # only once they are all back (a refused or failed sync keeps it)
+        return m
     self._check_awake()
     t = time.perf_counter()
     self._new_adapter(model)
@@ -477,9 +492,10 @@ def load_weights(self:VLLMEngine, weights, # (name, tensor) pairs, base-model na
 # %% ../nbs/06a_vllm.ipynb #1e7b3647
 @patch
 def sleep(self:VLLMEngine):
-    "Release the engine's memory for training (vLLM sleep level 1: weights to host memory, KV cache dropped)."
-    self._sleep_engine()
-    self.asleep = {'weights', 'kv_cache'}
+    ("Release the engine's memory for training: the KV cache dropped, the weights dropped (level 2) or copied to "
+     "host memory (level 1), as `sleep_level` says.")
+    self._sleep_engine(self.sleep_level)
+    self.asleep, self.weights_discarded = {'weights', 'kv_cache'}, self.sleep_level == 2
 
 @patch
 def wake(self:VLLMEngine, tags=('weights', 'kv_cache'), # what to wake: 'weights' and/or 'kv_cache'
@@ -493,7 +509,7 @@ def wake(self:VLLMEngine, tags=('weights', 'kv_cache'), # what to wake: 'weights
     if not self.asleep: self._reset_caches()
 
 @patch
-def _sleep_engine(self:VLLMEngine): self.llm.sleep(level=1)
+def _sleep_engine(self:VLLMEngine, level:int): self.llm.sleep(level=level)
 @patch
 def _wake_engine(self:VLLMEngine, tags:list[str]): self.llm.wake_up(tags=tags)
 
@@ -599,7 +615,7 @@ def vllm_settings(vcfg:VLLMConfig, # the `rollout.vllm` config section
                   hardware:str, # `hardware.device`: its platform gives the device arguments (`vllm_device_settings`)
                  )->dict:
     "`VLLMEngine` keyword arguments from the `rollout.vllm` config section (its values checked by `check_config`)."
-    kw = dict(lora_sync=vcfg.lora_sync,
+    kw = dict(lora_sync=vcfg.lora_sync, sleep_weights=vcfg.sleep_weights,
               moe_expert_fix={'auto': None, 'direct': True, 'vllm': False}[vcfg.moe_expert_path],
               max_num_seqs=vcfg.max_num_seqs)
     kw |= vllm_device_settings(hardware, vcfg.gpu_memory_utilization, vcfg.cuda_graphs != 'off',
@@ -697,8 +713,8 @@ def _reset_caches(self:VLLMOmniEngine):
     "Nothing to reset: prefix caching is off, and every call's media have fresh cache keys (`_requests`)."
 
 @patch
-# the stage worker's own sleep (level 1) and wake-up
-def _sleep_engine(self:VLLMOmniEngine): self._rpc('sleep', 1)
+# the stage worker's own sleep and wake-up
+def _sleep_engine(self:VLLMOmniEngine, level:int): self._rpc('sleep', level)
 
 @patch
 def _wake_engine(self:VLLMOmniEngine, tags:list[str]): self._rpc('wake_up', tags)

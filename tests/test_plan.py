@@ -41,9 +41,9 @@ UPSTREAM_DEVICE_GB = {'gpu': 80, 'npu': 64}   # the scripts' H800 80 GB and Asce
 
 
 def preset_names()->list[tuple[str, str]]:
-    "Every preset but OPD's: its teacher's placement (devices of its own, issue 41's other half) decides its plan."
+    "Every preset (OPD's with its teacher group on devices of its own, as the upstream script's teacher)."
     from omni_gspo.presets import PRESETS
-    return [k for k in PRESETS if k != ('opd-lora', 'mmk12')]
+    return list(PRESETS)
 
 
 @pytest.mark.parametrize('preset,recipe', preset_names())
@@ -67,3 +67,23 @@ def test_upstream_fits_by_its_offloads(tmp_path):
     r = run_cli(*args, cwd=tmp_path)
     gen = {l.split()[0]: l.split()[-1] for l in r.stdout.splitlines()[2:] if l.startswith('  actor weights')}
     assert r.returncode == 0 and gen == {'actor': '-'}, r.stdout   # the actor's weights off the device while vLLM runs
+
+
+def test_opd_preset_teacher_fits_apart_and_is_refused_colocated(tmp_path):
+    "gpu-opd-lora on 2 x 8 x 80 GB: the teacher group's rank fits; the same teacher on every actor rank does not."
+    args = ('plan', 'recipe=mmk12', 'preset=gpu-opd-lora', f'model.path={real_thinker(tmp_path)}',
+            'hardware.device_memory_gb=80')
+    r = run_cli(*args, cwd=tmp_path)
+    head = r.stdout.splitlines()[1].split()
+    assert r.returncode == 0 and 'fits,' in r.stdout and head[-1] == 'teacher', r.stdout
+    weights = next(l for l in r.stdout.splitlines() if l.strip().startswith('teacher weights')).split()
+    assert weights[-3:-1] == ['-', '-'] and 55 < float(weights[-1]) < 65, weights   # on the teacher's device alone
+    colocated = run_cli(*args, 'hardware.nnodes=1', 'algorithm.opd_teacher_devices=0', cwd=tmp_path)
+    assert colocated.returncode == 3 and 'does not fit' in colocated.stdout, colocated.stdout
+    assert 'hardware.nnodes=2 algorithm.opd_teacher_devices=8' in colocated.stdout, colocated.stdout
+    from omni_gspo.config import ConfigError
+    from omni_gspo.launch import cli_config
+    from omni_gspo.plan import check_memory   # what `train` runs before it loads anything (no GPU here to reach it)
+    check_memory(cli_config(list(args[1:])))
+    with pytest.raises(ConfigError, match='the memory plan does not fit'):
+        check_memory(cli_config([*args[1:], 'hardware.nnodes=1', 'algorithm.opd_teacher_devices=0']))

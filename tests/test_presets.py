@@ -28,7 +28,8 @@ QKVO = ['q_proj', 'k_proj', 'v_proj', 'o_proj']
 DERIVED = {('actor.fsdp', 'fsdp2'): True, ('rollout.engine', 'vllm_omni'): 'vllm',   # upstream -> ours where different
            # verl @ 8a694930 declares freeze_vision_tower (verl/workers/config/actor.py:161) and reads it nowhere: the
            # towers train in full-parameter runs (LoRA freezes them anyway); ours is off, which trains them too
-           ('model.freeze_vision_tower', True): False}
+           ('model.freeze_vision_tower', True): False,
+           ('algorithm.opd_coef', 'kl'): 1.0}   # k1 with a policy gradient at verl's distillation_loss_coef of 1
 
 def script(*triples): return {ours: (verl, v) for verl, v, ours in triples}
 
@@ -94,13 +95,18 @@ AVQA_NPU = {k: v for k, v in AVQA_GPU.items() if k not in FULL} | script(   # ru
     ('trainer.n_gpus_per_node', 16, 'hardware.gpus_per_node'),
     (None, 'npu', 'hardware.device'),
     (None, 42, 'trainer.seed'))   # ASCEND devices; data.seed=42
-MMK12_OPD = MMK12_GPU | script(   # run_qwen3_omni_thinker_gspo_lora_mmk12_v1_opd.sh (PR #375)
+MMK12_OPD = MMK12_GPU | script(   # run_qwen3_omni_thinker_gspo_lora_mmk12_v1_opd.sh (PR #375 @ 5859522b)
     # the script lists Ascend's sparse sizes; on GPU the preset keeps the MMK12 GPU script's (none: vLLM's own list)
     (A + 'rollout.cudagraph_capture_sizes', [], 'rollout.vllm.cudagraph_capture_sizes'),
     ('trainer.logger', ['console', 'tensorboard'], 'logging.loggers'),
-    ('trainer.n_gpus_per_node', 8, 'hardware.gpus_per_node'))
+    # the GPU adaptation: the script's two Ascend machines, 16 devices for the student and 16 for the teacher (lines
+    # 14-15, 35-36), as two GPU machines of 8 (PR #375's first version's pools, e1e1bf4b lines 24-25)
+    ('trainer.n_gpus_per_node', 8, 'hardware.gpus_per_node'),
+    (None, 2, 'hardware.nnodes'),   # the student's machine and the teacher's
+    ('distillation.n_gpus_per_node', 8, 'algorithm.opd_teacher_devices'),
+    ('distillation.distillation_loss.loss_mode', 'kl', 'algorithm.opd_coef'))
 UPSTREAM = {('gpu-lora', 'gsm8k'): GSM8K_GPU, ('gpu-lora', 'mmk12'): MMK12_GPU, ('gpu-lora', 'avqa'): AVQA_GPU,
-            ('npu-full', 'avqa'): AVQA_NPU, ('opd-lora', 'mmk12'): MMK12_OPD}
+            ('npu-full', 'avqa'): AVQA_NPU, ('gpu-opd-lora', 'mmk12'): MMK12_OPD}
 
 
 def ours(key, value): return DERIVED.get((key, value if not isinstance(value, list) else None), value)
@@ -137,13 +143,13 @@ def plugin(installed:bool):
 def test_train_takes_every_preset(preset, recipe, thinker, tmp_path):
     "What `train` checks before it loads anything passes for each preset given only model.path (the NPU one: with a "
     "stand-in vllm-ascend; a logger package this machine lacks aside)."
-    from omni_gspo.config import check_config
-    from omni_gspo.launch import run_problems
-    from omni_gspo.platform import check_vllm_platform
+    from omni_gspo.config import ConfigError
+    from omni_gspo.trainer import start_checks
     cfg = preset_config(recipe, preset, {'model.path': thinker, 'trainer.output_dir': str(tmp_path/'run')})
-    check_config(cfg)
-    assert [p for p in run_problems(cfg) if not p.startswith('logging.loggers')] == []
-    with plugin(True): check_vllm_platform(cfg.hardware.device)
+    with plugin(True):
+        try: start_checks(cfg, tmp_path/'run', lambda s: None); problems = []
+        except ConfigError as e: problems = e.problems
+    assert [p for p in problems if not p.startswith('logging.loggers')] == []
 
 
 def test_npu_full_trains_what_verl_trains(thinker):
@@ -169,13 +175,13 @@ def test_train_without_the_ascend_plugin_is_one_line(tmp_path, thinker):
 def test_preset_opd_teacher_is_a_second_checkpoint(tmp_path):
     from thinker import thinker_config
     for d in ('student', 'teacher'): thinker_config().save_pretrained(tmp_path/d)
-    r = cli('config', 'recipe=mmk12', 'preset=opd-lora', 'model.path=student', 'algorithm.opd_teacher=teacher',
+    r = cli('config', 'recipe=mmk12', 'preset=gpu-opd-lora', 'model.path=student', 'algorithm.opd_teacher=teacher',
             cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     shown = printed(r.stdout)
     assert (shown['model.path'], shown['algorithm.opd_teacher']) == ('student', 'teacher')
     # TEACHER_MODEL's default
-    same = cli('config', 'recipe=mmk12', 'preset=opd-lora', 'model.path=student', cwd=tmp_path)
+    same = cli('config', 'recipe=mmk12', 'preset=gpu-opd-lora', 'model.path=student', cwd=tmp_path)
     assert printed(same.stdout)['algorithm.opd_teacher'] == 'student', same.stderr
 
 
@@ -191,7 +197,7 @@ def test_user_overrides_beat_the_preset(thinker):
 @pytest.mark.parametrize('args,msg', [
     (('recipe=gsm8k', 'preset=npu-full'), "no preset 'npu-full' for recipe 'gsm8k'; presets for 'gsm8k': gpu-lora; "
                                           "all presets: gpu-lora (gsm8k, mmk12, avqa); npu-full (avqa); "
-                                          "opd-lora (mmk12)"),
+                                          "gpu-opd-lora (mmk12)"),
     (('recipe=avqa', 'preset=gpu-full'), "no preset 'gpu-full' for recipe 'avqa'; "
                                          "presets for 'avqa': gpu-lora, npu-full"),
 ])
@@ -234,7 +240,7 @@ def test_notebook_config_takes_the_preset(preset, recipe, thinker):
 
 
 @pytest.mark.parametrize('notebook,preset', [('train_avqa', 'gpu-lora'), ('train_gsm8k', 'gpu-lora'),
-                                             ('train_mmk12_opd', 'opd-lora')])
+                                             ('train_mmk12_opd', 'gpu-opd-lora')])
 def test_notebook_parameter_preset_reaches_the_config(tmp_path, notebook, preset, thinker):
     "`papermill nbs/train_….ipynb out.ipynb -p preset …` on a CPU machine: the preset's GPU stops the config cell."
     import torch

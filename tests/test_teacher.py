@@ -46,7 +46,7 @@ def test_teacher_rank_scores_each_share_as_a_colocated_teacher(ray_cluster, tmp_
         g.call('start', 3)
         shares = [[0, 1], [2, 3]]
         ros = [w.sample.remote(1, s) for w, s in zip(g.workers, shares)]
-        got = ray.get(teacher_scores(g.teachers, ros))
+        got = ray.get(teacher_scores(g.teachers, ros, shares))
         ros = ray.get(ros)
     finally: g.close()
     path = resolve_model_path(cfg.model.path, cfg.model.warm_start_steps)

@@ -7,7 +7,8 @@ runs the `ActorWorker`'s update (`learner.update`) through FSDP2 (`actor.fsdp=tr
 update unsharded. Two mini-batches (so the second one sees weights the first moved) and a small token budget, which
 splits the ranks' mini-batches into different numbers of micro-batches (the ranks must still run their forwards
 together). Tolerance: 1e-5 relative and absolute in fp32 (only the order of summation differs); the per-rank loss shares
-add up to the whole loss.
+add up to the whole loss. The gradient norm is compared relative to itself only (1e-5): its size is the cached model's,
+which differs between machines, so an absolute floor could hide a difference there.
 """
 import os
 import torch
@@ -103,5 +104,5 @@ def test_two_ranks_give_one_process_loss_and_grad_norm(tmp_path):
     assert micro0 == micro1 and real0 != real1, (micro0, real0, real1)      # unequal micro-batch counts, run in step
     for k in ('actor/pg_loss', 'actor/entropy', 'actor/loss'):
         torch.testing.assert_close(m0[k] + m1[k], one[k], **TOL, msg=k)
-    for m in (m0, m1): torch.testing.assert_close(m['actor/grad_norm'], one['actor/grad_norm'], **TOL)
-    assert one['actor/grad_norm'] > 1e-4
+    assert one['actor/grad_norm'] > 0                                     # the advantages fixed above are not all 0
+    for m in (m0, m1): torch.testing.assert_close(m['actor/grad_norm'], one['actor/grad_norm'], rtol=1e-5, atol=0)

@@ -108,10 +108,12 @@ def bench_raw(a):
     "vLLM as its users run it: dummy weights, text decoder only, CUDA graphs."
     os.environ.setdefault('VLLM_CPU_KVCACHE_SPACE', '4')
     if a.inprocess: os.environ['VLLM_ENABLE_V1_MULTIPROCESSING'] = '0'
+    from omni_gspo.model import ThinkerAdapter
     from omni_gspo.tokenizer import qwen_tokenizer
     from omni_gspo.vllm_engine import export_for_vllm
     tok = qwen_tokenizer()
-    folder = export_for_vllm(policy(a, run_config(a).model), tok, Path(tempfile.mkdtemp())/'policy', weights=False)
+    folder = export_for_vllm(policy(a, run_config(a).model), tok, Path(tempfile.mkdtemp())/'policy',
+                             ThinkerAdapter().processor(tok), weights=False)   # no checkpoint folder: built in
     t = time.perf_counter()
     from vllm import LLM, SamplingParams
     kw = dict(load_format='dummy', dtype='bfloat16', language_model_only=True, max_model_len=a.prompt + a.gen, seed=0,
@@ -160,7 +162,8 @@ def bench_ours(a):
         util = math.floor((free - a.reserve_gib * 2**30) / total * 100) / 100
     cfg = run_config(a, util)
     t = time.perf_counter()
-    engine = VLLMEngine.from_config(model, tok, ThinkerAdapter(), None, cfg)
+    ad = ThinkerAdapter()
+    engine = VLLMEngine.from_config(model, tok, ad, ad.processor(tok), cfg)   # no checkpoint folder: built in
     start_s = time.perf_counter() - t
     ex = Example([{'role': 'user', 'content': ''}], '', 'bench', 0)
     gen_len = engine.max_new_tokens

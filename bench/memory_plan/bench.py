@@ -144,7 +144,7 @@ def rollout_worker(a, model, dev):
         over |= {'rollout.engine': 'vllm', 'hardware.device': 'gpu',
                  'rollout.vllm.gpu_memory_utilization': math.floor((free - a.reserve_gib * 2**30) / total * 100) / 100}
     cfg = build_config('gsm8k', over)
-    eng, start_s = clock(lambda: VLLMEngine(model, tok, cfg.rollout, banned=banned, adapter=ad,
+    eng, start_s = clock(lambda: VLLMEngine(model, tok, cfg.rollout, ad.processor(tok), banned=banned, adapter=ad,
                                             max_model_len=a.prompt + a.response,
                                             **vllm_settings(cfg.rollout.vllm, cfg.hardware.device)), dev)
     # what each step's sync sends

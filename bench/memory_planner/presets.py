@@ -5,9 +5,11 @@
 For every preset (`omni_gspo.presets.PRESETS`: one upstream launch script each) this runs what
 `omni-gspo plan recipe=R preset=P model.path=<the real thinker> hardware.device_memory_gb=G` runs (`cli_config`, the
 config checks `train` makes, `plan_memory`), with G the memory of the script's devices: 80 GB for the 4 x H800 GPU
-scripts, 64 GB for the 16 x Ascend 910C script. The model is the released thinker's config.json
+scripts, 64 GB for the 16 x Ascend 910C script (and for `gpu-opd-lora`, our GPU adaptation of the Ascend OPD script:
+2 x 8 x 80 GB). The model is the released thinker's config.json
 (`../memory_plan/thinker.py`; the planner needs no weights). It plans each preset twice: as it is (the scripts'
-`param_offload` / `optimizer_offload`) and without those two offloads.
+`param_offload` / `optimizer_offload`) and without those two offloads; a preset with a teacher group
+(`algorithm.opd_teacher_devices`) a third time with its teacher colocated instead (`teacher_colocated`).
 
 Beside it, the memory the upstream reports (verl-project/verl-omni @ a1139baf, examples/gspo_trainer/README.md, its
 "GPU memory" column, lines 294-295; the README's health criterion names `actor/perf/max_memory_allocated_gb`, torch's
@@ -29,18 +31,19 @@ UPSTREAM = {   # (preset, recipe) -> (GB the upstream reports for its run, where
     ('gpu-lora', 'mmk12'): (59, f'{README} line 295: ~59 GB (wandb mikecheung/gspo 2j8hxr36)'),
     ('gpu-lora', 'avqa'): (46, 'issue 41: ~46 GB (not in the README at a1139baf; the AVQA script came later)'),
     ('npu-full', 'avqa'): (None, 'none published'),
-    ('opd-lora', 'mmk12'): (None, 'none published (PR #375 is open)'),
+    ('gpu-opd-lora', 'mmk12'): (None, 'none published (PR #375 is open; its script ran on Ascend 910C)'),
 }
 NOT_TORCH = ('CUDA context', 'allocator reserve', 'vLLM asleep')   # outside the actor process's torch count upstream
+NO_OFFLOADS = ('actor.param_offload=false', 'actor.optimizer_offload=false')
+COLOCATED = ('hardware.nnodes=1', 'algorithm.opd_teacher_devices=0')   # the teacher on every actor rank's device
 
 
-def plan_row(recipe:str, preset:str, ckpt:str, offloads:bool=True)->dict:
-    "What `omni-gspo plan` finds for the preset on its upstream device (`offloads=False`: without the phase offloads)."
+def plan_row(recipe:str, preset:str, ckpt:str, *extra:str)->dict:
+    "What `omni-gspo plan` finds for the preset on its upstream device, with the `key=value` overrides `extra`."
     from omni_gspo.config import check_config
     from omni_gspo.launch import cli_config
     from omni_gspo.plan import plan_memory
-    args = [f'recipe={recipe}', f'preset={preset}', f'model.path={ckpt}']
-    if not offloads: args += ['actor.param_offload=false', 'actor.optimizer_offload=false']
+    args = [f'recipe={recipe}', f'preset={preset}', f'model.path={ckpt}', *extra]
     cfg = cli_config(args)
     args.append(f'hardware.device_memory_gb={DEVICE_GB[cfg.hardware.device]}')
     cfg = cli_config(args)
@@ -50,6 +53,7 @@ def plan_row(recipe:str, preset:str, ckpt:str, offloads:bool=True)->dict:
     return {'command': 'omni-gspo plan ' + ' '.join(args), 'devices': p.world, 'device': cfg.hardware.device,
             'device_gb': p.device_gb, 'peak_gib': r(p.peak_gb), 'fits': p.fits, 'spare_gib': r(p.device_gb - p.peak_gb),
             'update_gib': r(sum(p.update.values())), 'generate_gib': r(sum(p.generate.values())),
+            'teacher_rank_gib': r(sum(p.teacher.values())),
             'actor_torch_gib': r(sum(v for k, v in p.update.items() if k not in NOT_TORCH)),
             'suggestions': [s for s, _ in p.suggestions]}
 
@@ -65,9 +69,11 @@ def main(argv=None):
     rows = []
     for (preset, recipe), p in PRESETS.items():
         gb, source = UPSTREAM[preset, recipe]
-        rows.append({'preset': preset, 'recipe': recipe, 'script': p.script, **plan_row(recipe, preset, str(ckpt)),
-                     'without_phase_offloads': plan_row(recipe, preset, str(ckpt), offloads=False),
-                     'upstream_gb': gb, 'upstream_source': source})
+        row = {'preset': preset, 'recipe': recipe, 'script': p.script, **plan_row(recipe, preset, str(ckpt)),
+               'without_phase_offloads': plan_row(recipe, preset, str(ckpt), *NO_OFFLOADS)}
+        if p.overrides.get('algorithm.opd_teacher_devices'):
+            row['teacher_colocated'] = plan_row(recipe, preset, str(ckpt), *COLOCATED)
+        rows.append(row | {'upstream_gb': gb, 'upstream_source': source})
     text = json.dumps(rows, indent=1)
     print(text)
     Path(a.out).write_text(text + '\n')
