@@ -91,10 +91,10 @@ def free_bytes(path:str|Path, # a file or folder, existing or to be made
 def _mib(n:int)->str: return f'{n / 2**20:.1f} MiB'
 
 def disk_full(path:str|Path, # what was being written
-              needed:int, # bytes it needs
+              needed:int, # bytes it needs at least (a writer's estimate from below, or a row's exact size)
              )->RunFolderError:
-    "The error for a write to `path` that did not fit: the file, what it needs, what is free."
-    e = RunFolderError(f"out of space writing {path}: it needs about {_mib(needed)}, "
+    "The error for a write to `path` that did not fit: the file, what it needs at least, what is free."
+    e = RunFolderError(f"out of space writing {path}: it needs at least {_mib(needed)}, "
                        f"{_mib(free_bytes(path))} free there")
     e.errno = errno.ENOSPC
     return e

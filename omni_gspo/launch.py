@@ -61,6 +61,9 @@ def checked_config(args:list[str], # the command's `key=value` arguments
     try: cfg, problems = cli_config(args), []
     except ConfigError as e:   # a key or value that does not parse raises again here: nothing more can be checked
         cfg, problems = cli_config(args, check=False), e.problems
+    folder = {'trainer.output_dir': cfg.trainer.output_dir, 'trainer.resume': cfg.trainer.resume}
+    # a folder no path can name (a component over 255 bytes, ~nouser) is not looked into: its problem is listed
+    if any(path_problem(k, v) for k, v in folder.items()): raise config_error(problems)
     out = run_folder(cfg.trainer.output_dir, cfg.trainer.resume, 'now').absolute()
     try: start_checks(cfg, out, lambda s: None, here=False, memory=memory and not problems)
     except ConfigError as e: problems += [p for p in e.problems if p not in problems]   # its config checks: once

@@ -6,6 +6,7 @@
 from __future__ import annotations
 import torch
 import torch.nn.functional as F
+from transformers.activations import SiLUActivation
 from transformers.integrations.moe import ALL_EXPERTS_FUNCTIONS, grouped_mm_experts_forward, _grouped_mm
 try: import triton, triton.language as tl
 except ImportError: triton = None   # CPU-only installs: the torch fallback of `gather_sum` runs
@@ -160,7 +161,8 @@ def experts_forward(self, # a transformers experts module (fused `gate_up_proj`,
                     top_k_weights:torch.Tensor, # (T, k) their routing weights
                    )->torch.Tensor:
     "The experts' output for each token: `frozen_experts` unless expert weights train, then transformers' `grouped_mm`."
-    fused = self.has_gate and not self.has_bias and not self.is_transposed and self.is_concatenated
+    swiglu = isinstance(self.act_fn, (torch.nn.SiLU, SiLUActivation)) and self.has_gate
+    fused = swiglu and not self.has_bias and not self.is_transposed and self.is_concatenated
     trains = torch.is_grad_enabled() and (self.gate_up_proj.requires_grad or self.down_proj.requires_grad)
     if not fused or trains:
         return grouped_mm_experts_forward(self, hidden_states, top_k_index, top_k_weights)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/08b_plan.ipynb #df95bf11
 from __future__ import annotations
-import copy, functools
+import copy, functools, itertools
 from dataclasses import dataclass, field
 import torch
 from transformers import AutoConfig
@@ -19,8 +19,8 @@ __all__ = ['GIB', 'LOGITS_BYTES', 'ENTROPY_GRAD_BYTES', 'CUDA_CONTEXT_GB', 'ALLO
            'VLLM_ASLEEP_GB', 'LORA_KEYS', 'VLLM_ENGINES', 'OUTSIDE_TORCH', 'PART_ORDER', 'ModelSizes',
            'layer_activation_elements', 'model_sizes', 'Shape', 'packs', 'separate', 'actor_ranks', 'shape_of',
            'fp32_head', 'actor_parts', 'tensor_parallel', 'prefill_logits', 'policy_weights', 'engine_parts',
-           'teacher_sizes', 'teacher_parts', 'MemoryPlan', 'device_memory', 'plan_memory', 'candidates', 'changed',
-           'suggestions', 'verdict', 'report', 'check_memory']
+           'kv_tokens', 'teacher_sizes', 'teacher_parts', 'teacher_engine', 'MemoryPlan', 'device_memory',
+           'plan_memory', 'candidates', 'changed', 'suggestions', 'verdict', 'report', 'check_memory']
 
 # %% ../nbs/08b_plan.ipynb #da4a8453
 GIB = 2**30
@@ -214,6 +214,14 @@ def engine_parts(s:ModelSizes, # the policy's sizes (`model_sizes`)
     return {'vLLM weights': weights, 'vLLM activations + CUDA graphs': graphs,
             'KV cache': None if share is None else share - weights - graphs}
 
+def kv_tokens(s:ModelSizes, # the sizes of the model the engine holds
+              c:dict, # the config dict as the engine sees it (`config_dict`)
+              eng:dict, # the engine's parts (`engine_parts`)
+             )->float|None:
+    "Tokens a vLLM engine's KV cache holds over its tensor-parallel ranks; None: the built-in engine, or unknown."
+    if c['rollout']['engine'] not in VLLM_ENGINES or eng['KV cache'] is None: return None
+    return eng['KV cache'] / s.kv_bytes_per_token * tensor_parallel(c)
+
 # %% ../nbs/08b_plan.ipynb #7eac0002
 def teacher_sizes(cfg:Config)->ModelSizes|None:
     "The sizes of the distillation teacher (`algorithm.opd_teacher`), every weight frozen; None without a teacher."
@@ -232,6 +240,11 @@ def teacher_parts(t:ModelSizes, # the teacher's sizes (`teacher_sizes`)
     return {'teacher weights': t.frozen + t.towers + t.trainable + fp32_head(t, c),
             'teacher scoring': sh.logit_positions * t.vocab * LOGITS_BYTES + sh.micro_tokens * t.layer_act_per_token}
 
+def teacher_engine(c:dict)->dict:
+    ("The config dict as a teacher rank's vLLM engine sees it: the rollout's vLLM settings, the teacher's whole "
+     "weights (no adapter), one engine per rank (tensor-parallel size 1).")
+    return c | {'model': c['model'] | {'lora_rank': 0}, 'rollout': c['rollout'] | {'tensor_parallel_size': 1}}
+
 
 # %% ../nbs/08b_plan.ipynb #7f88f254
 OUTSIDE_TORCH = ('CUDA context', 'allocator reserve')   # parts torch's `max_memory_allocated` does not count
@@ -249,6 +262,7 @@ class MemoryPlan:
     rollout_world: int = 0          # ranks of a rollout group of their own (`rollout.placement=separate`); 0: none
     suggestions: list[tuple[str, float]] = field(default_factory=list)   # (change, its peak GiB) that fit
     teacher: dict[str, float] = field(default_factory=dict)   # part -> GiB of a teacher rank while it scores; {}: none
+    teacher_kv_tokens: float|None = None   # tokens a teacher rank's vLLM KV cache holds (None: built-in, unknown, none)
     @property
     def peak_gb(self)->float: return max(sum(d.values()) for d in (self.update, self.generate, self.teacher))
     @property
@@ -260,7 +274,8 @@ class MemoryPlan:
     def fits(self)->bool|None:
         "True or False against `device_gb`; None when it is unknown."
         if self.device_gb is None: return None
-        return self.peak_gb <= self.device_gb and (self.kv_tokens is None or self.kv_tokens >= self.seq)
+        return (self.peak_gb <= self.device_gb and (self.kv_tokens is None or self.kv_tokens >= self.seq)
+                and (self.teacher_kv_tokens is None or self.teacher_kv_tokens >= self.seq + 1))   # + the sampled one
 
 # %% ../nbs/08b_plan.ipynb #049a61fc
 def _cuda_context(c:dict)->float:
@@ -281,6 +296,8 @@ def _generate(s:ModelSizes, c:dict, act:dict, eng:dict, ctx:float)->dict:
     if not vllm: gen['allocator reserve'] = ALLOCATOR_RESERVE * (sum(eng.values()) + held.get('FSDP gathered units', 0))
     return gen
 
+def _gib(d:dict)->dict: return {k: v / GIB for k, v in d.items()}
+
 def _phases(s:ModelSizes, c:dict, device:float|None)->tuple[dict, dict, float|None, Shape]:
     "Both phases' parts in GiB (separate: an actor rank's update, a rollout rank's generation), the KV cache in tokens."
     sh = shape_of(c)
@@ -290,20 +307,22 @@ def _phases(s:ModelSizes, c:dict, device:float|None)->tuple[dict, dict, float|No
     asleep = {} if separate(c) else {'vLLM asleep': VLLM_ASLEEP_GB * GIB if vllm else 0}   # separate: no engine here
     update = act | asleep | {'CUDA context': ctx, 'allocator reserve': ALLOCATOR_RESERVE * transient}
     gen = _generate(s, c, act, eng, ctx)
-    kv = eng['KV cache'] / s.kv_bytes_per_token * tensor_parallel(c) if vllm and eng['KV cache'] is not None else None
-    gib = lambda d: {k: v / GIB for k, v in d.items()}
-    return gib(update), gib(gen), kv, sh
+    return _gib(update), _gib(gen), kv_tokens(s, c, eng), sh
 
-def _teacher_phase(t:ModelSizes|None, c:dict, sh:Shape, update:dict, gen:dict)->dict:
+def _teacher_phase(t:ModelSizes|None, c:dict, sh:Shape, update:dict, gen:dict,
+                   device:float|None)->tuple[dict, float|None]:
     ("A colocated teacher's weights into both phases (GiB; separate: the actor rank's alone); a teacher group's rank "
-     "as a phase of its own (or {}).")
-    if t is None: return {}
-    parts = teacher_parts(t, c, sh)
+     "as a phase of its own (or {}), with the tokens its vLLM engine's KV cache holds (None: the built-in forward).")
+    if t is None: return {}, None
+    parts, ctx = teacher_parts(t, c, sh), _cuda_context(c)
     if not c['algorithm']['opd_teacher_devices']:
         for d in (update,) if separate(c) else (update, gen): d['teacher weights'] = parts['teacher weights'] / GIB
-        return {}
-    own = parts | {'CUDA context': _cuda_context(c), 'allocator reserve': ALLOCATOR_RESERVE * parts['teacher scoring']}
-    return {k: v / GIB for k, v in own.items()}
+        return {}, None
+    if c['algorithm']['opd_teacher_engine'] == 'vllm':   # as the rollout's vLLM engine: its share of the device
+        tc = teacher_engine(c)
+        eng = engine_parts(t, tc, sh, device)
+        return _gib({k: v for k, v in eng.items() if v is not None} | {'CUDA context': ctx}), kv_tokens(t, tc, eng)
+    return _gib(parts | {'CUDA context': ctx, 'allocator reserve': ALLOCATOR_RESERVE * parts['teacher scoring']}), None
 
 # %% ../nbs/08b_plan.ipynb #09777eb6
 def device_memory(cfg:Config)->tuple[float|None, str]:
@@ -323,9 +342,9 @@ def plan_memory(cfg:Config, # the run's config
     device, source = device_memory(cfg)
     c = config_dict(cfg)
     update, gen, kv, sh = _phases(model_sizes(cfg), c, device)
-    teacher = _teacher_phase(teacher_sizes(cfg), c, sh, update, gen)
+    teacher, teacher_kv = _teacher_phase(teacher_sizes(cfg), c, sh, update, gen, device)
     p = MemoryPlan(update, gen, device, source, kv, sh.seq, sh.world, c['rollout']['devices'] if separate(c) else 0,
-                   teacher=teacher)
+                   teacher=teacher, teacher_kv_tokens=teacher_kv)
     if suggest and p.fits is False: p.suggestions = suggestions(cfg, check)
     return p
 
@@ -343,6 +362,9 @@ def candidates(cfg:Config)->list[tuple[str, list[dict]]]:
     if r['engine'] in VLLM_ENGINES:
         u = r['vllm']['gpu_memory_utilization']
         shares = [round(u - 0.05 * i, 2) for i in range(1, int(u / 0.05))]
+        if c['algorithm']['opd_teacher_engine'] == 'vllm' and c['algorithm']['opd_teacher_devices']:
+            up = [round(u + 0.05 * i, 2) for i in range(1, round((0.95 - u) / 0.05) + 1)]   # its KV cache: more
+            shares = [s for pair in itertools.zip_longest(shares, up) for s in pair if s is not None]
         out.append(('vLLM memory share', [{'rollout.vllm.gpu_memory_utilization': s} for s in shares]))
     phases = {'actor.param_offload': True, 'actor.optimizer_offload': True}   # verl's: off the device during generation
     if (r['engine'] in VLLM_ENGINES and not separate(c) and not a['fsdp_cpu_offload']   # separate: no engine beside
@@ -406,6 +428,10 @@ def verdict(p:MemoryPlan)->str:
     if p.kv_tokens is not None and p.kv_tokens < p.seq:
         kv = max(p.kv_tokens, 0)
         return f"{head} of {p.device_gb:.2f} GiB: does not fit: vLLM's KV cache holds {kv:.0f} tokens, a row {p.seq}"
+    if p.teacher_kv_tokens is not None and p.teacher_kv_tokens < p.seq + 1:
+        kv = max(p.teacher_kv_tokens, 0)
+        return (f"{head} of {p.device_gb:.2f} GiB: does not fit: the teacher's vLLM KV cache holds {kv:.0f} tokens, a "
+                f"row and the token vLLM samples after it {p.seq + 1}")
     room = p.device_gb - p.peak_gb
     how = f"fits, {room:.2f} GiB spare" if p.fits else f"does not fit, {-room:.2f} GiB over"
     return f"{head} of {p.device_gb:.2f} GiB ({p.device_source}): {how}"
@@ -423,6 +449,9 @@ def report(p:MemoryPlan)->str:
     lines += [f"  {k:34}" + ''.join(_cell(d, k) for d in phases.values()) for k in parts]
     lines += [f"  {'total':34}" + ''.join(f"{sum(d.values()):9.2f}" for d in phases.values())]
     if p.kv_tokens is not None: lines.append(f"  vLLM KV cache: {max(p.kv_tokens, 0):,.0f} tokens (a row: {p.seq})")
+    if p.teacher_kv_tokens is not None:
+        kv = max(p.teacher_kv_tokens, 0)
+        lines.append(f"  teacher's vLLM KV cache: {kv:,.0f} tokens (a row and one: {p.seq + 1})")
     lines.append(verdict(p))
     if p.fits is False and p.suggestions:
         lines += ['it would fit with (the first is the smallest change):']

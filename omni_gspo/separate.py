@@ -23,7 +23,8 @@ from .step import Rank, Samples, learn_step, sample_step
 
 # %% auto #0
 __all__ = ['stream_weights', 'receive_weights', 'copy_weights', 'WeightStream', 'rollout_to', 'trained_as', 'ActorRank',
-           'AwakeRollout', 'RolloutRank', 'scaled_logits_on_worker', 'VLLMTeacher', 'TeacherRank', 'teacher_fetch']
+           'AwakeRollout', 'RolloutRank', 'scaled_logits_on_worker', 'VLLMTeacher', 'ForwardTeacher', 'TeacherRank',
+           'teacher_fetch']
 
 # %% ../nbs/07e_separate.ipynb #e7e00006
 def _bcast(group, t:torch.Tensor)->torch.Tensor:
@@ -252,12 +253,13 @@ class VLLMTeacher:
         self.engine = engine
         engine.llm.collective_rpc(scaled_logits_on_worker, args=(temperature, list(banned)))
 
-    def logprobs(self, ro:Rollout, # the student's samples
-                 media:list, # each sample's prompt media (`prompt_media`; None for text), in the rollout's order
-                )->torch.Tensor:
+    def score(self, ro:Rollout, # the student's samples
+              examples:list, # each sample's prompt `Example`, in the rollout's order: vLLM takes their raw media
+             )->torch.Tensor:
         "Log-probs [N, R] of the sampled tokens under the teacher, 0 past each response (on the CPU)."
         from vllm import SamplingParams
-        from omni_gspo.vllm_engine import build_request
+        from omni_gspo.vllm_engine import build_request, prompt_media
+        media = [prompt_media(e) for e in examples]
         P, out = ro.prompt_ids.shape[1], torch.zeros(ro.response_ids.shape)
         rows = [(ro.prompt_ids[j][ro.prompt_mask[j].bool()].tolist(), ro.response_ids[j][ro.response_mask[j].bool()]
                  .tolist()) for j in range(len(out))]
@@ -271,6 +273,16 @@ class VLLMTeacher:
         return out
 
     def close(self): self.engine.close()
+
+class ForwardTeacher(Scorer):
+    "A teacher rank's built-in scorer: the actor's own forward (`Scorer`) on the teacher's device."
+    def score(self, ro:Rollout, # the student's samples
+              examples:list, # each sample's prompt `Example` (unused: the rollout holds the processed inputs)
+             )->torch.Tensor:
+        "Log-probs [N, R] of the sampled tokens under the teacher, 0 past each response (on the CPU)."
+        return self.logprobs(rollout_to(ro, self.model.device)).cpu()
+
+    def close(self): self.model = None
 
 
 # %% ../nbs/07e_separate.ipynb #a7e3c1d2
@@ -300,7 +312,7 @@ class TeacherRank(Rank):
                                 fp32_logits=cfg.model.fp32_logits, log=notes.append,
                                 **vllm_settings(rc.vllm, cfg.hardware.device))
             self.scorer = VLLMTeacher(engine, rc.temperature, ad.banned_token_ids(teacher))
-        else: self.scorer = Scorer(teacher, cfg.actor, ad, rc.temperature)
+        else: self.scorer = ForwardTeacher(teacher, cfg.actor, ad, rc.temperature)
         return None, notes + [f'teacher rank {self.rank}: {type(self.scorer).__name__} on {self.device}']
 
 
@@ -310,12 +322,8 @@ def score(self:TeacherRank, shares:list[list[int]], # each rollout's prompts: ro
           *ros:Rollout, # the student's samples, one rollout per actor rank's share
          )->torch.Tensor|tuple[torch.Tensor, ...]:
     "The teacher's log-probs [N, R] of each rollout's sampled tokens, on the CPU, in the order given."
-    from omni_gspo.vllm_engine import prompt_media
-    def one(rows, ro):
-        if not isinstance(self.scorer, VLLMTeacher): return self.scorer.logprobs(rollout_to(ro, self.device)).cpu()
-        media = [prompt_media(self.train_ps[rows[g]].example) for g in ro.group_ids.tolist()]
-        return self.scorer.logprobs(ro, media)
-    out = tuple(one(rows, ro) for rows, ro in zip(shares, ros))
+    out = tuple(self.scorer.score(ro, [self.train_ps[rows[g]].example for g in ro.group_ids.tolist()])
+                for rows, ro in zip(shares, ros))
     return out[0] if len(out) == 1 else out   # one Ray return per share (`num_returns`)
 
 @patch
@@ -323,7 +331,7 @@ def read_keys(self:TeacherRank)->set[str]: return config_read_keys(self.cfg)   #
 
 @patch
 def close(self:TeacherRank):
-    if isinstance(self.scorer, VLLMTeacher): self.scorer.close()
+    self.scorer.close()
     self.scorer = None
 
 def teacher_fetch(teacher:list|None, # [a Ray reference to a teacher rank's `score` result], or None

@@ -1,10 +1,12 @@
 """Random override sets over every config key, edge values included: each one builds, or is refused with a
-`ConfigError` (issue 39, "Values no one means"). Seeded: a failure names its seed and its overrides, and replays."""
+`ConfigError` (issue 39, "Values no one means"), checked as `omni-gspo config` checks it (`launch.checked_config`:
+the config, then the run folder it names). Seeded: a failure names its seed and its overrides, and replays."""
 import random, typing
 import pytest
 import huggingface_hub.constants
 import omni_gspo.tasks   # the recipes: each task registers its own
 from omni_gspo.config import Config, ConfigError, build_config, leaf_keys, recipes
+from omni_gspo.launch import checked_config
 from omni_gspo.presets import PRESETS, preset_config
 
 NUMBERS = ['0', '1', '-1', '2', '3', '8', '0.5', '-0.0', '1e-300', '2.5', '1e30', '-1e30', '1e400', '-1e400', 'inf',
@@ -37,9 +39,10 @@ def random_overrides(r:random.Random)->dict:
 
 
 @pytest.fixture(autouse=True)
-def offline(monkeypatch):
-    "A Hub id is looked up in the local cache only, whatever the environment says."
+def offline(monkeypatch, tmp_path):
+    "A Hub id is looked up in the local cache only, whatever the environment says; relative paths are under tmp_path."
     monkeypatch.setattr(huggingface_hub.constants, 'HF_HUB_OFFLINE', True)
+    monkeypatch.chdir(tmp_path)
 
 
 @pytest.mark.parametrize('seed', range(4))
@@ -49,7 +52,11 @@ def test_random_overrides_build_or_raise_config_error(seed):
         ov, recipe = random_overrides(r), r.choice([None, *recipes()])
         presets = [p for p, rec in PRESETS if rec == (recipe or 'gsm8k')]
         preset = r.choice(['', *presets]) if r.random() < 0.3 else ''
-        try: cfg = preset_config(recipe, preset, ov) if preset else build_config(recipe, ov)
+        args = [*([f'recipe={recipe}'] if recipe else []), *([f'preset={preset}'] if preset else []),
+                *(f'{k}={v}' for k, v in ov.items())]   # as typed after `omni-gspo config`
+        try:   # text values as `omni-gspo config` gets them; other Python values as a notebook passes them
+            if all(isinstance(v, str) for v in ov.values()): cfg = checked_config(args)
+            else: cfg = preset_config(recipe, preset, ov) if preset else build_config(recipe, ov)
         except ConfigError: refused += 1; continue
         except Exception as e:
             raise AssertionError(f"seed {seed}, set {i}: recipe={recipe} preset={preset!r} overrides={ov!r}: "
@@ -59,9 +66,10 @@ def test_random_overrides_build_or_raise_config_error(seed):
 
 
 def test_every_key_edge_value_alone():
-    "Each edge value of each key, alone on the defaults: built or a `ConfigError` that names the key."
+    ("Each edge value of each key, alone on the defaults: built or a `ConfigError` that names the key (text values "
+     "through `checked_config`, as `omni-gspo config KEY=VALUE` checks them).")
     for key in leaf_keys():
         for v in values_for(key):
-            try: build_config(overrides={key: v})
+            try: checked_config([f'{key}={v}']) if isinstance(v, str) else build_config(overrides={key: v})
             except ConfigError as e:
                 assert key in str(e) or 'problems in the config' in str(e), (key, v, str(e))

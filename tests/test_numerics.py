@@ -1,12 +1,14 @@
 """Trainer runs away from the defaults (issue 7): sampling temperature 0.7 and LoRA dropout, with both engines.
 
 The actor scores at the rollout temperature and in eval mode, so in fp32 the rollout's log-probs and the actor's
-recomputation agree (probability correlation >= 0.9999) and masked importance sampling keeps every sequence."""
+recomputation agree (probability correlation >= 0.9999) and masked importance sampling keeps every sequence. Dropout
+acts on the LoRA branch only, which is zero until an update moves `lora_B`: both runs add an entropy term
+(`ENTROPY_TERM`), so step 1 updates whatever the tiny model's rewards and step 2 samples with the branch live."""
 import json
 import pytest
 
-from conftest import VLLM_AWAY_FROM_DEFAULTS   # vllm: the run test_entrypoints' gsm8k vLLM test checks too
-HF_RUN = ('train', 'rollout.engine=hf', 'rollout.temperature=0.7', 'model.lora_dropout=0.05',
+from conftest import ENTROPY_TERM, VLLM_AWAY_FROM_DEFAULTS   # vllm: the run test_entrypoints checks too
+HF_RUN = ('train', 'rollout.engine=hf', 'rollout.temperature=0.7', 'model.lora_dropout=0.05', ENTROPY_TERM,
           'algorithm.rollout_is=mis', 'trainer.max_steps=2', 'trainer.test_freq=0', 'data.train_batch_size=4',
           'actor.ppo_mini_batch_size=2', 'rollout.n=4', 'logging.progress_bar=false', 'trainer.output_dir=run')
 

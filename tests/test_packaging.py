@@ -1,7 +1,8 @@
 """What a pip user gets (issue 40, "What a user coming from verl-omni meets first"): the wheel built from this tree
-carries the recipe notebooks and the LICENSE, and `omni-gspo notebooks DEST` copies them out of the installed package.
+as a release is built (`python -m build`: the sdist first, so MANIFEST.in decides what the wheel gets) carries
+the recipe notebooks and the LICENSE, and `omni-gspo notebooks DEST` copies them out of the installed package.
 Also: the package's imports go one way (no module imports one that imports it back, issue 39)."""
-import ast, shutil, subprocess, sys, sysconfig, zipfile
+import ast, shutil, subprocess, sys, sysconfig, tarfile, zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -18,9 +19,13 @@ def source_tree(dest:Path)->Path:
 
 def test_wheel_ships_the_recipe_notebooks_and_the_command_copies_them(tmp_path):
     (tmp_path/'src').mkdir(); src = source_tree(tmp_path/'src')
-    r = subprocess.run([sys.executable, '-m', 'pip', 'wheel', '--no-deps', '--no-build-isolation', '-q', str(src), '-w',
-                        str(tmp_path/'dist')], capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
+    # as a release is built: the sdist first (what MANIFEST.in lets through), then the wheel from the sdist alone
+    r = subprocess.run([sys.executable, '-m', 'build', '--no-isolation', '-o', str(tmp_path/'dist'), str(src)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    sdist, = (tmp_path/'dist').glob('omni_gspo-*.tar.gz')
+    in_sdist = {n.partition('/')[2] for n in tarfile.open(sdist).getnames()}
+    assert {'LICENSE', *(f'nbs/{p.name}' for p in (ROOT/'nbs').glob('train_*.ipynb'))} <= in_sdist, sorted(in_sdist)
     wheel, = (tmp_path/'dist').glob('omni_gspo-*.whl')
     names = zipfile.ZipFile(wheel).namelist()
     shipped = sorted(n.rpartition('/')[2] for n in names if n.startswith('omni_gspo/notebooks/'))
@@ -81,6 +86,9 @@ def package_imports()->dict[str, set[str]]:
 def test_config_imports_no_task_and_the_imports_have_no_circle():
     graph = package_imports()
     assert not any(d.startswith('omni_gspo.tasks') for d in graph['omni_gspo.config']), graph['omni_gspo.config']
+    assert graph['omni_gspo.files'] == set(), graph['omni_gspo.files']   # file safety: the ground floor
+    for m in ('omni_gspo.data', 'omni_gspo.media'):   # they write files through `files`, not through `config`
+        assert 'omni_gspo.config' not in graph[m] and 'omni_gspo.files' in graph[m], (m, graph[m])
     state = {}
     def visit(m, path):
         if state.get(m) == 'done': return

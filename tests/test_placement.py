@@ -14,7 +14,15 @@ module, the same function rounded differently (~1e-7 relative in fp32). The samp
 flips only when a uniform draw falls within ~1e-7 of a cumulative-probability boundary), and only the figures of the
 rollout-actor mismatch move, by that rounding: the probability differences, the IS weights, the sequence chi-squared
 (measured with 1 actor and 1 rollout rank in one process, 3 steps: every other metric equal to the last bit, these
-within 1e-6 absolute). Timings, memory and throughput are left out: they measure the machine."""
+within 1e-6 absolute). Timings, memory and throughput are left out: they measure the machine.
+
+An update that moves the weights, whatever the rewards: the tests that tell a one-update-old sample from a fresh one
+(one-step-off; a vLLM rollout rank that must take every sync) add an entropy term to the loss
+(`algorithm.entropy_coeff`). Alone, a step whose groups all tie in reward (the cached tiny model's gsm8k answers: not
+the test's to fix) has zero advantages and no update at all (07_actor, `_nothing_to_learn`); the entropy term has a
+gradient whatever the rewards, and AdamW's first step moves each parameter with a gradient by the learning rate
+(bias-corrected m/sqrt(v) = ±1), so every LoRA `B` goes from 0 to ±lr (2e-3): weights one update old give other
+probabilities, by far more than the fp32 rounding between two computations of the same weights."""
 import math
 import pytest
 from omni_gspo.config import build_config
@@ -27,6 +35,7 @@ SMALL = {'data.train_batch_size': 4, 'actor.ppo_mini_batch_size': 2, 'rollout.n'
          'trainer.max_steps': 2}
 SEPARATE = SMALL | {'hardware.gpus_per_node': 3, 'rollout.placement': 'separate', 'rollout.devices': 1}
 MACHINE = ('timing_s/', 'perf/')
+MOVES = {'algorithm.entropy_coeff': 0.01}   # step 1's update moves the weights whatever its rewards (docstring)
 
 
 def run(over, path):
@@ -50,25 +59,34 @@ def test_separate_on_policy_equals_colocated(ray_cluster, tmp_path):
 
 
 def test_one_step_off(ray_cluster, tmp_path):
-    rows = run(SEPARATE | {'trainer.max_staleness': 1}, tmp_path/'off')
+    rows = run(SEPARATE | MOVES | {'trainer.max_staleness': 1}, tmp_path/'off')
     assert [r['training/global_step'] for r in rows] == [1, 2]
     assert [r['rollout/staleness_mean'] for r in rows] == [0, 1] == [r['rollout/staleness_max'] for r in rows]
     assert rows[0]['training/rollout_actor_probs_pearson_corr'] > 0.9999   # fresh: checked
     assert all('rollout_corr/seq_truncated_fraction' in r for r in rows)  # TIS, on by default with staleness 1
-    for r in rows[1:]:   # one update old: rollout and actor disagree by far more than fresh samples' rounding
+    # one update old (step 1's update moved every LoRA B by ±lr, MOVES): rollout and actor disagree by far more than
+    # fresh samples' rounding (measured: fresh 5e-14; one update old 4e-4, and 2e-3 with a reward that is always 0)
+    for r in rows[1:]:
         assert r['rollout_corr/k3_kl'] > 1000 * rows[0]['rollout_corr/k3_kl'], (r['rollout_corr/k3_kl'], rows[0])
         assert math.isfinite(r['actor/grad_norm'])
     assert all(r['timing_s/wait_rollout'] >= 0 and r['timing_s/wait_actor'] >= 0 for r in rows)
 
 
 def test_separate_vllm_engine_takes_the_stream(ray_cluster, tmp_path):
-    "vLLM on the rollout rank: every step's samples score as the actor's own (fp32 parity bar), so each sync landed."
+    """vLLM on the rollout rank: every step's samples score as the actor's own, so each sync landed.
+
+    Fresh samples differ from the actor's only by fp32 rounding of one function (vLLM's kernels against torch's): a
+    sampled token's probability p moves by p·|Δlog p| <= |Δlog p|, a few units of fp32's 6e-8 relative rounding of the
+    logits, accumulated over the layers (measured on two caches: 5e-7 to 5e-6). With a sync skipped the engine samples
+    with weights one update old, every LoRA B ±lr away (MOVES): the largest probability difference is 0.07 and the
+    correlation 0.9992, below the parity bar, which stops the run (measured, one cache, by skipping a sync). The bound
+    1e-3, the closeness `rollout_parity` counts as agreement (06_rollout), lies over an order from each."""
     pytest.importorskip('vllm')
-    rows = run(SEPARATE | {'rollout.engine': 'vllm', 'rollout.vllm.max_num_seqs': 16}, tmp_path/'vllm')
+    rows = run(SEPARATE | MOVES | {'rollout.engine': 'vllm', 'rollout.vllm.max_num_seqs': 16}, tmp_path/'vllm')
     assert [r['training/global_step'] for r in rows] == [1, 2]
     for r in rows:
         assert r['rollout/staleness_max'] == 0 and r['sync/tensors'] > 0
-        assert r['training/rollout_actor_probs_pearson_corr'] >= 0.9999, r
-        assert r['training/rollout_probs_diff_max'] < 1e-5, r   # fresh: ~2e-6 (fp32 rounding); one update stale: more
+        assert r['training/rollout_actor_probs_pearson_corr'] >= 0.9999, r   # the fp32 parity bar (the run checks it)
+        assert r['training/rollout_probs_diff_max'] < 1e-3, r
     print({k: [r[k] for r in rows] for k in ('training/rollout_actor_probs_pearson_corr',
                                             'training/rollout_probs_diff_max', 'rollout_corr/k3_kl')})

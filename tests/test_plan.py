@@ -87,3 +87,24 @@ def test_opd_preset_teacher_fits_apart_and_is_refused_colocated(tmp_path):
     check_memory(cli_config(list(args[1:])))
     with pytest.raises(ConfigError, match='the memory plan does not fit'):
         check_memory(cli_config([*args[1:], 'hardware.nnodes=1', 'algorithm.opd_teacher_devices=0']))
+
+
+def test_vllm_teacher_is_planned_as_vllm_holds_it(tmp_path):
+    ("gpu-opd-lora with `algorithm.opd_teacher_engine=vllm`: a teacher rank holds vLLM's share of its device (the "
+     "whole teacher at tensor-parallel size 1, runtime, KV cache), not the built-in forward's weights and scoring; a "
+     "share whose KV cache cannot hold a row beside the whole teacher does not fit; the larger share is the change.")
+    args = ('plan', 'recipe=mmk12', 'preset=gpu-opd-lora', f'model.path={real_thinker(tmp_path)}',
+            'hardware.device_memory_gb=80')
+    part = lambda out, name: next(l for l in out.splitlines() if l.strip().startswith(name)).split()
+    r = run_cli(*args, 'algorithm.opd_teacher_engine=vllm', cwd=tmp_path)
+    assert r.returncode == 0 and 'fits,' in r.stdout and "teacher's vLLM KV cache" in r.stdout, r.stdout
+    assert not any(l.strip().startswith(('teacher weights', 'teacher scoring')) for l in r.stdout.splitlines())
+    rollout, teacher = map(float, part(r.stdout, 'vLLM weights')[-2:])
+    assert abs(teacher - 2 * rollout) < 0.01, (rollout, teacher)   # the whole teacher; the rollout's half at TP 2
+    share = sum(float(part(r.stdout, k)[-1]) for k in ('vLLM weights', 'vLLM activations', 'KV cache'))
+    assert abs(share - 0.8 * 80) < 0.02, share                      # the rollout's memory share of the device
+    low = ('rollout.vllm.gpu_memory_utilization=0.75',)
+    assert run_cli(*args, *low, cwd=tmp_path).returncode == 0      # the built-in teacher: the share is not its own
+    v = run_cli(*args, *low, 'algorithm.opd_teacher_engine=vllm', cwd=tmp_path)
+    assert v.returncode == 3 and "the teacher's vLLM KV cache holds 0 tokens" in v.stdout, v.stdout
+    assert 'rollout.vllm.gpu_memory_utilization=0.8   (peak' in v.stdout, v.stdout

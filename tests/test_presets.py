@@ -266,3 +266,23 @@ def test_readme_preset_commands_resolve(tmp_path):
     for c in cmds:
         r = cli('config', *c.split(), cwd=tmp_path)
         assert r.returncode == 0, (c, r.stderr)
+
+
+def test_opd_student_is_the_seeds_noised_teacher():
+    "The seed's student (issue 41): the teacher with 25 % relative weight noise, `noised_copy`'s default and the OPD "
+    "notebook's `noise` parameter alike (its papermill parameters cell, read as papermill reads it)."
+    import inspect, nbformat
+    from omni_gspo.model import noised_copy
+    nb = nbformat.read(ROOT/'nbs'/'train_mmk12_opd.ipynb', as_version=4)
+    cell = next(c for c in nb.cells if 'parameters' in c.metadata.get('tags', []))
+    params = {}; exec(cell.source, {}, params)
+    assert params['noise'] == inspect.signature(noised_copy).parameters['std'].default == 0.25, params
+
+
+def test_readme_says_what_ran_where():
+    "The README's table of presets (issue 41): one row per preset, saying what has run on which hardware and what not."
+    lines = (ROOT/'README.md').read_text().splitlines()
+    head = lines.index('| preset | planned on its upstream devices (CPU) | has run | has not run |')
+    rows = [l.split('|')[1:-1] for l in lines[head + 2:] if l.startswith('|')][:len(PRESETS)]
+    assert sorted(r[0].strip() for r in rows) == sorted(f'{p} {r}' for p, r in PRESETS), rows
+    assert all(c.strip() for r in rows for c in r), rows   # every cell filled
