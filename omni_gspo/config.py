@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_config.ipynb #14a080a9
 from __future__ import annotations
-import difflib, functools, json, math, os, re, shutil, tempfile, typing
+import difflib, functools, json, logging, math, os, re, shutil, sys, tempfile, typing
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -12,17 +12,17 @@ from .files import atomic_write_text
 
 # %% auto #0
 __all__ = ['VERL_KEYS', 'DEFAULT_RECIPE', 'RECIPES', 'DEPENDENT_DEFAULTS', 'TINY_KINDS', 'TINY_MAX_POSITIONS', 'LOGGERS',
-           'BUILTIN_REWARDS', 'NAME_MAX', 'PATH_MAX', 'HUB_ID', 'PATH_KEYS', 'MAX_ROWS', 'MAX_STEPS', 'MAX_TOKENS',
-           'VALUE_RANGES', 'GUARD_ONLY_KEYS', 'INERT_WHEN', 'ConfigError', 'Section', 'choice', 'DataConfig',
-           'ModelConfig', 'OptimConfig', 'ActorConfig', 'VLLMConfig', 'ValidationConfig', 'RolloutConfig',
+           'BUILTIN_REWARDS', 'NAME_MAX', 'PATH_MAX', 'HUB_ID', 'PATH_KEYS', 'HUB_ASKED', 'MAX_ROWS', 'MAX_STEPS',
+           'MAX_TOKENS', 'VALUE_RANGES', 'GUARD_ONLY_KEYS', 'INERT_WHEN', 'ConfigError', 'Section', 'choice',
+           'DataConfig', 'ModelConfig', 'OptimConfig', 'ActorConfig', 'VLLMConfig', 'ValidationConfig', 'RolloutConfig',
            'AlgorithmConfig', 'RewardConfig', 'TrainerConfig', 'LoggingConfig', 'HardwareConfig', 'Config',
            'config_dict', 'leaf_keys', 'parse_value', 'parse_overrides', 'verl_equivalent', 'close_keys', 'check_key',
            'register_recipe', 'recipes', 'recipe_overrides', 'set_key', 'get_key', 'apply_dependent_defaults',
-           'config_error', 'build_config', 'given_keys', 'flat_config', 'path_problem', 'path_errors', 'checkpoint_dir',
-           'checkpoint_problem', 'checkpoint_max_positions', 'custom_function_problem', 'at_least', 'above',
-           'range_errors', 'combination_errors', 'changed_keys', 'inert_keys', 'tensor_parallel_errors',
-           'config_errors', 'check_config', 'format_config', 'save_config', 'load_config', 'unread_keys', 'read_keys',
-           'mark_read']
+           'config_error', 'build_config', 'given_keys', 'flat_config', 'path_problem', 'path_errors',
+           'hub_retries_quiet', 'checkpoint_dir', 'checkpoint_problem', 'checkpoint_max_positions',
+           'custom_function_problem', 'at_least', 'above', 'range_errors', 'combination_errors', 'changed_keys',
+           'inert_keys', 'tensor_parallel_errors', 'config_errors', 'check_config', 'format_config', 'save_config',
+           'load_config', 'unread_keys', 'read_keys', 'mark_read']
 
 # %% ../nbs/00_config.ipynb #51e4d31e
 class ConfigError(ValueError):
@@ -590,27 +590,51 @@ def path_errors(cfg:Config, # the config to check
     return [why for k in PATH_KEYS if (why := path_problem(k, v[k]))]
 
 
+HUB_ASKED = {}   # (Hub id, fetch, cache folder) -> its folder, or why none: the Hub is asked once a process
+
+@contextmanager
+def hub_retries_quiet():
+    "Hold back huggingface_hub's warnings (one line per retry of an unreachable Hub) for the `with` block."
+    log = logging.getLogger('huggingface_hub')
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try: yield
+    finally: log.setLevel(level)
+
+def _ask_hub(path:str, fetch:bool)->Path|str:
+    "Hub id `path` from the Hub itself: its config.json's folder (`fetch`: the whole snapshot), or why not."
+    from huggingface_hub import constants, hf_hub_download, snapshot_download
+    what = (f'fetching it into {constants.HF_HUB_CACHE} from' if fetch else
+            f'not in the Hugging Face cache {constants.HF_HUB_CACHE}; asking')
+    print(f"{path}: {what} the Hub at {constants.ENDPOINT} (retried for about 25 s where it is unreachable)",
+          file=sys.stderr)
+    try:
+        with hub_retries_quiet():
+            return Path(snapshot_download(path)) if fetch else Path(hf_hub_download(path, 'config.json')).parent
+    except (OSError, ValueError) as e: return f'the Hub: {type(e).__name__}: {str(e).splitlines()[0]}'
+
 def checkpoint_dir(key:str, # the config key naming the checkpoint, for the message
                    path:str, # a checkpoint folder, or a Hugging Face Hub id such as 'Qwen/Qwen3-Omni-30B-A3B-Instruct'
                    fetch:bool=False, # a Hub id: download the whole snapshot where the Hub is reachable (to load it)
                   )->Path:
     ("The folder of checkpoint `path`: the folder itself, or a Hub id's snapshot in the Hugging Face cache, found as "
      "transformers finds it (`HF_HUB_CACHE`, `HF_HUB_OFFLINE`); not cached and online, its config.json (`fetch`: "
-     "everything) is downloaded first. A Hub id found nowhere: `ConfigError` naming `key` and where it looked.")
+     "everything) is downloaded first, the Hub asked once a process (`HUB_ASKED`). A Hub id found nowhere: "
+     "`ConfigError` naming `key` and where it looked.")
     p = Path(path).expanduser()
     if p.is_dir() or not HUB_ID.fullmatch(path): return p
-    from huggingface_hub import constants, hf_hub_download, snapshot_download   # here: only Hub ids need it
-    try:
-        if fetch and not constants.HF_HUB_OFFLINE: return Path(snapshot_download(path))
+    from huggingface_hub import constants, snapshot_download   # here: only Hub ids need it
+    if not (fetch and not constants.HF_HUB_OFFLINE):
         try: return Path(snapshot_download(path, local_files_only=True))
-        except (OSError, ValueError):
-            if constants.HF_HUB_OFFLINE: raise
-            return Path(hf_hub_download(path, 'config.json')).parent
-    except (OSError, ValueError) as e:
-        why = ' (HF_HUB_OFFLINE is set: no download)' if constants.HF_HUB_OFFLINE else \
-            f'; the Hub: {type(e).__name__}: {str(e).splitlines()[0]}'
-        raise ConfigError(f"{key} {path!r}: no folder of that name, and no snapshot of that Hub id in the Hugging Face "
-                          f"cache {constants.HF_HUB_CACHE}{why}") from None
+        except (OSError, ValueError): pass
+    if constants.HF_HUB_OFFLINE: why = ' (HF_HUB_OFFLINE is set: no download)'
+    else:
+        k = (path, fetch, constants.HF_HUB_CACHE)
+        if k not in HUB_ASKED: HUB_ASKED[k] = _ask_hub(path, fetch)
+        if isinstance(HUB_ASKED[k], Path): return HUB_ASKED[k]
+        why = f'; {HUB_ASKED[k]} (asked once in this process)'
+    raise ConfigError(f"{key} {path!r}: no folder of that name, and no snapshot of that Hub id in the Hugging Face "
+                      f"cache {constants.HF_HUB_CACHE}{why}")
 
 def _checkpoint_config(key:str, path:str)->tuple[str|None, dict]:
     "(why `path` is no checkpoint or None, its config.json as a dict); a tiny model's name: (None, {})."

@@ -65,7 +65,8 @@ def checked_config(args:list[str], # the command's `key=value` arguments
     # a folder no path can name (a component over 255 bytes, ~nouser) is not looked into: its problem is listed
     if any(path_problem(k, v) for k, v in folder.items()): raise config_error(problems)
     out = run_folder(cfg.trainer.output_dir, cfg.trainer.resume, 'now').absolute()
-    try: start_checks(cfg, out, lambda s: None, here=False, memory=memory and not problems)
+    # what a start would say (a damaged checkpoint passed over, a memory plan not checked): on stderr, beside the keys
+    try: start_checks(cfg, out, lambda s: print(s, file=sys.stderr), here=False, memory=memory and not problems)
     except ConfigError as e: problems += [p for p in e.problems if p not in problems]   # its config checks: once
     if problems: raise config_error(problems)
     return cfg

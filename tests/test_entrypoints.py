@@ -297,3 +297,28 @@ def test_hub_id_resolves_from_the_hugging_face_cache(tmp_path):
     assert (r.returncode == 2
             and r.stderr.startswith("omni-gspo: error: model.path 'tiny-org/no-such-model': ")), r.stderr
     assert f"Hugging Face cache {tmp_path/'hub'} (HF_HUB_OFFLINE is set: no download)" in r.stderr, r.stderr
+
+
+def test_hub_is_asked_once_a_process(tmp_path):
+    """Online, a Hub id the cache lacks is asked of the Hub once a process, however often the config check and the run
+    look it up (an unreachable Hub costs about 25 s of retries a lookup), in one line of its own. The Hub here is a
+    local server answering 404 to every request, which it counts."""
+    import http.server, threading
+    seen = []
+    class NoSuchRepo(http.server.BaseHTTPRequestHandler):
+        def _answer(self): seen.append(f'{self.command} {self.path}'); self.send_response(404); self.end_headers()
+        do_GET = do_HEAD = _answer
+        def log_message(self, *a): pass
+    hub = http.server.ThreadingHTTPServer(('127.0.0.1', 0), NoSuchRepo)
+    threading.Thread(target=hub.serve_forever, daemon=True).start()
+    env = {k: v for k, v in os.environ.items() if k != 'HF_HUB_OFFLINE'} | {
+        'HF_HUB_CACHE': str(tmp_path/'hub'), 'HF_ENDPOINT': f'http://127.0.0.1:{hub.server_port}'}
+    try: r = subprocess.run([str(Path(sys.executable).with_name('omni-gspo')), 'config', 'model.path=org/no-such'],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    finally: hub.shutdown()
+    assert r.returncode == 2 and "model.path 'org/no-such': no folder of that name" in r.stderr, r.stderr
+    asked = [s for s in seen if '/org/no-such/' in s]   # (huggingface_hub also asks the Hub other things)
+    assert asked == ['HEAD /org/no-such/resolve/main/config.json'], seen   # once: the config.json's HEAD
+    asking = [l for l in r.stderr.splitlines() if 'asking the Hub' in l]
+    assert len(asking) == 1 and f'http://127.0.0.1:{hub.server_port}' in asking[0], r.stderr
+    assert '(asked once in this process)' in r.stderr, r.stderr

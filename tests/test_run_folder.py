@@ -56,6 +56,11 @@ def test_one_writer_and_a_killed_holder_resumes(tmp_path):
     shard = next((run/'checkpoints'/f'step_{done}').glob('*.distcp'))
     os.truncate(shard, shard.stat().st_size // 2)                          # the newest checkpoint damaged
     with open(run/'metrics.jsonl', 'a') as f: f.write('{"training/global_step": 9, "rew')   # a torn last row
+    said = subprocess.run([CLI, 'config', 'trainer.output_dir=run', 'trainer.resume=auto'], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600)   # `config` says what the resume will do
+    told = [l for l in said.stderr.splitlines() if l.startswith('skipping damaged')]
+    assert said.returncode == 0 and len(told) == 1 and told[0].startswith(
+        f'skipping damaged checkpoint step_{done}, falling back to the one before it: {shard}: truncated'), said.stderr
     r = cli('trainer.output_dir=run', 'trainer.resume=auto', f'trainer.max_steps={done + 1}', cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     removed = [l for l in r.stdout.splitlines() if l.startswith('removed what a killed run left half-written in')]
