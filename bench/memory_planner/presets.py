@@ -9,7 +9,8 @@ scripts, 64 GB for the 16 x Ascend 910C script (and for `gpu-opd-lora`, our GPU 
 2 x 8 x 80 GB). The model is the released thinker's config.json
 (`../memory_plan/thinker.py`; the planner needs no weights). It plans each preset twice: as it is (the scripts'
 `param_offload` / `optimizer_offload`) and without those two offloads; a preset with a teacher group
-(`algorithm.opd_teacher_devices`) a third time with its teacher colocated instead (`teacher_colocated`).
+(`algorithm.opd_teacher_devices`) a third time with its teacher colocated instead (`teacher_colocated`), and a fourth
+with its teacher ranks scoring through vLLM (`teacher_vllm`: `algorithm.opd_teacher_engine=vllm`).
 
 Beside it, the memory the upstream reports (verl-project/verl-omni @ a1139baf, examples/gspo_trainer/README.md, its
 "GPU memory" column, lines 294-295; the README's health criterion names `actor/perf/max_memory_allocated_gb`, torch's
@@ -36,6 +37,7 @@ UPSTREAM = {   # (preset, recipe) -> (GB the upstream reports for its run, where
 NOT_TORCH = ('CUDA context', 'allocator reserve', 'vLLM asleep')   # outside the actor process's torch count upstream
 NO_OFFLOADS = ('actor.param_offload=false', 'actor.optimizer_offload=false')
 COLOCATED = ('hardware.nnodes=1', 'algorithm.opd_teacher_devices=0')   # the teacher on every actor rank's device
+TEACHER_VLLM = ('algorithm.opd_teacher_engine=vllm',)   # each teacher rank a vLLM engine in the rollout's memory share
 
 
 def plan_row(recipe:str, preset:str, ckpt:str, *extra:str)->dict:
@@ -73,6 +75,7 @@ def main(argv=None):
                'without_phase_offloads': plan_row(recipe, preset, str(ckpt), *NO_OFFLOADS)}
         if p.overrides.get('algorithm.opd_teacher_devices'):
             row['teacher_colocated'] = plan_row(recipe, preset, str(ckpt), *COLOCATED)
+            row['teacher_vllm'] = plan_row(recipe, preset, str(ckpt), *TEACHER_VLLM)
         rows.append(row | {'upstream_gb': gb, 'upstream_source': source})
     text = json.dumps(rows, indent=1)
     print(text)
