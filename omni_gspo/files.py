@@ -192,11 +192,15 @@ class RunLock:
 
 def fresh_folder(parent:str|Path, # where to make it
                  name:str, # its name; taken already: `name-2`, `name-3`, …
+                 numbered:bool=True, # False: `name` or nothing, refused naming the folder
                 )->Path:
     "Make a new folder `parent/name` (or `name-2`, …): `mkdir` is atomic, so two processes never get the same one."
     Path(parent).mkdir(parents=True, exist_ok=True)
-    for i in range(1, 10_000):
+    for i in range(1, 10_000 if numbered else 2):
         p = Path(parent)/(name if i == 1 else f'{name}-{i}')
         try: p.mkdir(); return p
         except FileExistsError: continue
+    if not numbered: raise RunFolderError(
+        f"run folder {Path(parent)/name} was made by another run after this one found it missing: one run writes a "
+        "run folder; choose another trainer.output_dir, or set trainer.resume=auto to continue that run")
     raise RunFolderError(f"{parent}: {name} and 9,999 numbered variants of it are all taken")

@@ -258,10 +258,10 @@ def _train(cfg:Config, # as `train`
     loggers = bar = None
     try:   # also when a step fails: files are complete, every rank's memory and process group are released
         n_train, n_val = workers.call('sizes')[0]
-        # a new folder once the checks passed and the data was read (a run that cannot start leaves none behind);
-        # '{time}': two runs never share one
+        # a new folder once the checks passed and the data was read (a run that cannot start leaves none behind),
+        # claimed by mkdir: two runs never share one ('{time}': the next free suffix; a fixed name: refused)
         if fresh:
-            out = fresh_folder(out.parent, out.name) if Path(asked.trainer.output_dir).name == '{time}' else out
+            out = fresh_folder(out.parent, out.name, numbered=Path(asked.trainer.output_dir).name == '{time}')
             held.enter_context(RunLock(out))
         data_file = data_file_path(cfg.data.train_file, False, cfg.data.generated_train_size, tc.seed)
         val_file = data_file_path(cfg.data.val_file, True, cfg.data.generated_val_size, tc.seed + 1)

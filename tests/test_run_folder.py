@@ -3,7 +3,7 @@
 Faults are made for real where this machine allows: two `omni-gspo train` processes on one folder, a SIGKILLed holder,
 a tmpfs that fills up (mounted here; the tests that need it are skipped, saying why, where `mount` is not allowed),
 a training parquet replaced by other valid rows between a kill and its resume."""
-import json, os, signal, socket, subprocess, sys, time
+import json, os, signal, socket, subprocess, sys, textwrap, time
 from pathlib import Path
 import pytest
 import torch
@@ -101,6 +101,30 @@ def tmpfs(tmp_path):
         return d
     yield mount
     for d in made: subprocess.run(['umount', str(d)], check=True)
+
+
+def test_a_new_fixed_folder_made_meanwhile_by_another_run_is_refused(tmp_path):
+    """A fixed `trainer.output_dir` missing when `train` starts is claimed by an atomic `mkdir` once the data is read:
+    if another run made it meanwhile (and may have finished, its lock released) this one stops in one line and writes
+    nothing there. The other run is played deterministically: right after this run's start checks, the folder appears
+    holding a finished run's metrics row (two real processes would hit this window only by chance)."""
+    code = textwrap.dedent("""
+        import sys, omni_gspo.trainer as t
+        checks = t.start_checks
+        def other_run_meanwhile(cfg, out, *a, **k):   # the start checks in train (locked=True), not config's
+            r = checks(cfg, out, *a, **k)
+            if k.get('locked'): out.mkdir(); (out/'metrics.jsonl').write_text('{"other": 1}' + chr(10))
+            return r
+        t.start_checks = other_run_meanwhile
+        from omni_gspo.launch import main; sys.exit(main(sys.argv[1:]))""")
+    r = subprocess.run([sys.executable, '-c', code, 'train', *SMALL, 'trainer.max_steps=1', 'trainer.output_dir=run'],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    run = tmp_path/'run'
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        f'omni-gspo: error: run folder {run} was made by another run after this one found it missing: one run writes '
+        'a run folder; choose another trainer.output_dir, or set trainer.resume=auto to continue that run'], r.stderr
+    assert sorted(p.name for p in run.iterdir()) == ['metrics.jsonl'], list(run.iterdir())
+    assert (run/'metrics.jsonl').read_text() == '{"other": 1}\n'
 
 
 def test_full_disk_during_a_checkpoint_is_one_named_error(tmpfs):
