@@ -324,7 +324,10 @@ def start_checks(cfg:Config, # the run's config, as given
     ("Everything `train` refuses before it loads anything, as one `ConfigError` listing every problem; else the "
      "config that runs (a resume: the saved one, changed), the checkpoint it continues from and the changes.")
     run, resume_from, changes, problems = cfg, None, {}, []
-    try:   # the run folder: no other run in it, the checkpoint whole, a resume's changes allowed
+    try:   # the run folder: a folder or none yet, no other run in it, its checkpoint whole, a resume's changes allowed
+        if file := next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), None):
+            raise RunFolderError(f"run folder {out}: {file} is a file, not a folder (trainer.output_dir and "
+                                 "trainer.resume name folders)")
         if not locked and out.is_dir(): RunLock(out).check()
         if resume_from := resume_checkpoint(out, cfg.trainer.resume, log): run, changes = resumed_config(cfg, out)
     except (ConfigError, RunFolderError) as e: problems += getattr(e, 'problems', [str(e)])
