@@ -624,7 +624,7 @@ def checkpoint_dir(key:str, # the config key naming the checkpoint, for the mess
     p = Path(path).expanduser()
     if p.is_dir() or not HUB_ID.fullmatch(path): return p
     from huggingface_hub import constants, snapshot_download   # here: only Hub ids need it
-    if not (fetch and not constants.HF_HUB_OFFLINE):
+    if not fetch or constants.HF_HUB_OFFLINE:   # fetching online: the Hub says what is newest
         try: return Path(snapshot_download(path, local_files_only=True))
         except (OSError, ValueError): pass
     if constants.HF_HUB_OFFLINE: why = ' (HF_HUB_OFFLINE is set: no download)'

@@ -6,9 +6,10 @@ import pytest
 SCRIPT = str(Path(sys.executable).with_name('omni-gspo'))
 # A 2-step vLLM run of the gsm8k recipe away from the defaults (sampling temperature 0.7, LoRA dropout, masked IS) with
 # a validation after step 2: test_numerics checks its parity, test_entrypoints its engine's metrics (one run, ~25 s).
-# `ENTROPY_TERM`: step 1's update moves the weights whatever the tiny model's rewards (a step whose groups all tie
-# has no update alone), so step 2's parity shows that the sync landed.
-ENTROPY_TERM = 'algorithm.entropy_coeff=0.01'
+# `MOVES` (a config dict) / `ENTROPY_TERM` (the same on a command line): step 1's update moves the weights whatever the
+# tiny model's rewards (a step whose groups all tie has no update alone), so step 2's parity shows that the sync landed.
+MOVES = {'algorithm.entropy_coeff': 0.01}
+ENTROPY_TERM = f"algorithm.entropy_coeff={MOVES['algorithm.entropy_coeff']}"
 VLLM_AWAY_FROM_DEFAULTS = (
     'train', 'recipe=gsm8k', 'rollout.engine=vllm', 'rollout.temperature=0.7', 'model.lora_dropout=0.05', ENTROPY_TERM,
     'algorithm.rollout_is=mis', 'trainer.max_steps=2', 'trainer.test_freq=2', 'data.train_batch_size=4',

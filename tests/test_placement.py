@@ -28,6 +28,7 @@ import pytest
 from omni_gspo.config import build_config
 from omni_gspo.trainer import train
 from omni_gspo.viz import read_metrics
+from conftest import MOVES   # step 1's update moves the weights whatever its rewards (docstring)
 
 SMALL = {'data.train_batch_size': 4, 'actor.ppo_mini_batch_size': 2, 'rollout.n': 4, 'rollout.response_length': 40,
          'data.generated_train_size': 32, 'data.generated_val_size': 4, 'data.val_batch_size': 2,
@@ -35,7 +36,6 @@ SMALL = {'data.train_batch_size': 4, 'actor.ppo_mini_batch_size': 2, 'rollout.n'
          'trainer.max_steps': 2}
 SEPARATE = SMALL | {'hardware.gpus_per_node': 3, 'rollout.placement': 'separate', 'rollout.devices': 1}
 MACHINE = ('timing_s/', 'perf/')
-MOVES = {'algorithm.entropy_coeff': 0.01}   # step 1's update moves the weights whatever its rewards (docstring)
 
 
 def run(over, path):

@@ -13,13 +13,14 @@ from omni_gspo.config import GUARD_ONLY_KEYS, build_config, inert_keys, leaf_key
 from omni_gspo.trainer import train
 from omni_gspo.viz import read_metrics
 import omni_gspo.placement as placement
+from conftest import MOVES
 
 # An entropy term (`algorithm.entropy_coeff`): every mini-batch has a gradient whatever the rewards, so every step
 # updates (its loss and gradient norm are logged) and moves the weights the next step's parity checks the sync of. The
 # tiny model's gsm8k rewards are not the test's to fix: groups that all tie would leave a step with no update at all.
 SMALL = {'data.train_batch_size': 4, 'actor.ppo_mini_batch_size': 2, 'rollout.n': 4, 'rollout.response_length': 24,
          'data.generated_val_size': 6, 'data.val_batch_size': 2, 'trainer.test_freq': 2, 'logging.progress_bar': False,
-         'hardware.gpus_per_node': 2, 'actor.fsdp': True, 'algorithm.entropy_coeff': 0.01}
+         'hardware.gpus_per_node': 2, 'actor.fsdp': True, **MOVES}
 
 
 def test_two_ranks_through_ray(ray_cluster, tmp_path):
